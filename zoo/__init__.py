@@ -1,0 +1,1 @@
+"""zoo: the Transformer family as clean, fast, tested PyTorch."""

@@ -1,0 +1,120 @@
+"""Scaled dot-product attention (the paper's eq. 1) and multi-head attention (eq. 2-3).
+
+Shape key: B batch, T query length, S key length, H heads, Dh head dim, D model dim.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from zoo.blocks.cache import KVCache
+
+
+def attention_reference(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+                        is_causal: bool = False) -> tuple[Tensor, Tensor]:
+    """softmax(q k^T / sqrt(Dh)) v written out, returning the weights too.
+
+    The fused kernel computes the same thing without materialising the weights; this form serves
+    as the test reference and for attention maps.
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if is_causal:
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+        mask = causal if mask is None else mask & causal
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """One module for every attention in the zoo.
+
+    - self-attention: `attn(x, mask=...)`
+    - causal self-attention: `attn(x, is_causal=True)` (SDPA's fast path) or an explicit mask
+    - cross-attention: `attn(x, context)`; keys and values come from `context`
+    - restricted attention: a `local_mask` as `mask`
+    - incremental decoding: pass a `KVCache`; self-attention appends to it, cross-attention fills
+      it on the first call and reuses it afterwards (then `context` may be None)
+
+    The q/k/v projections live in one (3D, D) weight, the layout of `nn.MultiheadAttention`'s
+    `in_proj_weight`: self-attention runs one fused matmul, cross-attention splits it in two.
+
+    Args:
+        dim: model width D.
+        num_heads: H; must divide `dim`.
+        dropout: dropout on the attention weights (training only).
+        bias: whether the projections have biases.
+    """
+
+    def __init__(self, dim: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        if dim % num_heads:
+            raise ValueError(f"dim {dim} is not divisible by num_heads {num_heads}")
+        self.dim, self.num_heads, self.head_dim = dim, num_heads, dim // num_heads
+        self.dropout = dropout
+        self.qkv_proj = nn.Linear(dim, 3 * dim, bias=bias)
+        self.out_proj = nn.Linear(dim, dim, bias=bias)
+        # Set by tools that draw attention maps; the fused kernel never materialises weights.
+        self.keep_weights = False
+        self.last_weights: Tensor | None = None
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        b, t, _ = x.shape  # (B, T, D) -> (B, H, T, Dh)
+        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def _project_q(self, x: Tensor) -> Tensor:
+        w, b = self.qkv_proj.weight[: self.dim], self._bias(0)
+        return self._split_heads(F.linear(x, w, b))
+
+    def _project_kv(self, context: Tensor) -> tuple[Tensor, Tensor]:
+        w, b = self.qkv_proj.weight[self.dim:], self._bias(1)
+        k, v = F.linear(context, w, b).chunk(2, dim=-1)
+        return self._split_heads(k), self._split_heads(v)
+
+    def _bias(self, part: int) -> Tensor | None:
+        bias = self.qkv_proj.bias
+        if bias is None:
+            return None
+        return bias[: self.dim] if part == 0 else bias[self.dim:]
+
+    def forward(self, x: Tensor, context: Tensor | None = None, *, mask: Tensor | None = None,
+                is_causal: bool = False, cache: KVCache | None = None) -> Tensor:
+        """Attend from x (B, T, D) to itself or to `context` (B, S, D); returns (B, T, D).
+
+        Args:
+            mask: bool, True = may attend, broadcastable to (B, H, T, S).
+            is_causal: use the kernel's causal mask (only valid for T == S with no cache offset).
+            cache: KV cache for incremental decoding (see class docstring).
+        """
+        q, k, v = self._qkv(x, context, cache)
+        if self.keep_weights:
+            out, self.last_weights = attention_reference(q, k, v, mask, is_causal)
+        else:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=is_causal,
+                dropout_p=self.dropout if self.training else 0.0)
+        b, _, t, _ = out.shape  # (B, H, T, Dh) -> (B, T, D)
+        return self.out_proj(out.transpose(1, 2).reshape(b, t, self.dim))
+
+    def _qkv(self, x: Tensor, context: Tensor | None,
+             cache: KVCache | None) -> tuple[Tensor, Tensor, Tensor]:
+        if context is None and (cache is None or not cache.cross):
+            q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
+            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
+            if cache is not None:
+                k, v = cache.append(k, v)
+            return q, k, v
+        q = self._project_q(x)
+        if cache is not None and not cache.is_empty:
+            return q, cache.keys, cache.values
+        if context is None:
+            raise ValueError("cross-attention needs `context` until its cache is filled")
+        k, v = self._project_kv(context)
+        if cache is not None:
+            cache.set(k, v)
+        return q, k, v

@@ -1,0 +1,32 @@
+"""Position-wise feed-forward network (the paper's eq. 2): FFN(x) = act(x W1 + b1) W2 + b2."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU}
+
+
+class FeedForward(nn.Module):
+    """(B, T, D) -> (B, T, D) through a hidden width `ffn_dim`.
+
+    Args:
+        dim: model width D.
+        ffn_dim: hidden width (the paper's d_ff = 4 D).
+        activation: a key of ACTIVATIONS ("relu" as in the paper, "gelu" as in BERT/ViT).
+        dropout: dropout on the hidden activations (tensor2tensor's relu_dropout; 0 in the paper).
+        bias: whether the linear layers have biases.
+    """
+
+    def __init__(self, dim: int, ffn_dim: int, *, activation: str = "relu", dropout: float = 0.0,
+                 bias: bool = True) -> None:
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
+        self.fc1 = nn.Linear(dim, ffn_dim, bias=bias)
+        self.act = ACTIVATIONS[activation]()
+        self.dropout = nn.Dropout(dropout)
+        self.fc2 = nn.Linear(ffn_dim, dim, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.dropout(self.act(self.fc1(x))))

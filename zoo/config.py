@@ -1,0 +1,130 @@
+"""One config path: YAML recipe -> typed dataclasses, strictly checked, with dotted overrides.
+
+Each task declares its config as nested dataclasses. OmegaConf structured configs do the merging
+and type checking: an unknown key or a value of the wrong type is an error that names the key
+(and the file). Command-line overrides use dotted keys: `--optim.lr=3e-4` or `optim.lr=3e-4`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A recipe or override that does not fit the config schema."""
+
+
+class UserError(RuntimeError):
+    """Bad input from the user (config, files, data): reported in one line, without traceback."""
+
+
+def load_config(schema: type[T], path: str | Path | None = None,
+                overrides: list[str] | None = None) -> T:
+    """Build a `schema` instance from its defaults, a YAML file and dotted overrides, in order."""
+    merged = OmegaConf.structured(schema)
+    if path is not None:
+        merged = _merge(merged, _load_yaml(Path(path)), f"{path}")
+    if overrides:
+        dotlist = [o[2:] if o.startswith("--") else o for o in overrides]
+        for item in dotlist:
+            if "=" not in item:
+                raise ConfigError(f"override {item!r} must look like key.sub=value")
+        try:
+            override_cfg = OmegaConf.from_dotlist(dotlist)
+        except OmegaConfBaseException as err:
+            raise ConfigError(f"bad override: {_message(err)}") from None
+        merged = _merge(merged, override_cfg, "command line")
+    try:
+        return OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        raise ConfigError(f"config: {_message(err)}") from None
+
+
+def _load_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if data is None:
+        return OmegaConf.create({})
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys, not {type(data).__name__}")
+    return OmegaConf.create(data)
+
+
+def _merge(base: Any, other: Any, source: str) -> Any:
+    try:
+        return OmegaConf.merge(base, other)
+    except OmegaConfBaseException as err:
+        raise ConfigError(f"{source}: {_message(err)}") from None
+
+
+def _message(err: OmegaConfBaseException) -> str:
+    key = getattr(err, "full_key", None)
+    text = str(err).splitlines()[0]
+    return f"key '{key}': {text}" if key else text
+
+
+def to_yaml(cfg: Any) -> str:
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+
+
+def to_dict(cfg: Any) -> dict:
+    return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
+
+
+def from_yaml(schema: type[T], text: str) -> T:
+    """Rebuild a config saved with a checkpoint."""
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.create(text)))
+
+
+def describe(schema: type, prefix: str = "") -> list[str]:
+    """One line per leaf option: dotted key, type, default and the field's `help` metadata."""
+    lines = []
+    instance = schema()
+    for f in dataclasses.fields(schema):
+        value = getattr(instance, f.name)
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            lines.extend(describe(type(value), key + "."))
+            continue
+        type_name = getattr(f.type, "__name__", str(f.type))
+        help_text = f.metadata.get("help", "")
+        lines.append(f"  --{key}={value!r}  ({type_name})  {help_text}".rstrip())
+    return lines
+
+
+def parse_cli(schema: type[T], argv: list[str] | None, *, default_config: str | Path | None,
+              description: str) -> T:
+    """`[--config FILE] [--key.sub=value ...]` -> config; `--help` lists every option."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in argv or "--help" in argv:
+        print(description)
+        print(f"\nusage: [--config FILE] [--key.sub=value ...]\n  --config  recipe YAML "
+              f"(default: {default_config or 'none: the built-in defaults'})\n\noptions:")
+        print("\n".join(describe(schema)))
+        raise SystemExit(0)
+    path = default_config
+    rest = []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--config", "-c"):
+            path = next(it, None)
+            if path is None:
+                raise ConfigError("--config needs a file name")
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    return load_config(schema, path, rest)

@@ -1,0 +1,56 @@
+"""The runner's part of every recipe: `train`, `optim` and `schedule` sections.
+
+Task configs subclass RunConfig and add their own `model` and `data` sections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TrainConfig:
+    out_dir: str = field(default="runs/default", metadata={"help": "run directory (config, checkpoints, metrics)"})
+    seed: int = field(default=0, metadata={"help": "seed for parameters, data order and dropout"})
+    device: str = field(default="auto", metadata={"help": "auto | cpu | cuda"})
+    precision: str = field(default="fp32", metadata={"help": "fp32 | bf16 (autocast on CPU and GPU)"})
+    compile: bool = field(default=False, metadata={"help": "torch.compile the model"})
+    threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = torch's default)"})
+    max_steps: int = field(default=1000, metadata={"help": "optimizer steps to train"})
+    grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
+    clip_norm: float = field(default=0.0, metadata={"help": "max gradient norm (0 = no clipping)"})
+    log_every: int = field(default=10, metadata={"help": "steps between metric log lines"})
+    eval_every: int = field(default=0, metadata={"help": "steps between evaluations (0 = only at the end)"})
+    save_every: int = field(default=0, metadata={"help": "steps between checkpoints (0 = only at the end)"})
+    keep_last: int = field(default=3, metadata={"help": "checkpoints to keep besides the best"})
+    best_metric: str = field(default="", metadata={"help": "evaluation metric that picks best.pt ('' = none)"})
+    best_mode: str = field(default="max", metadata={"help": "max | min: which way best_metric improves"})
+    resume: bool = field(default=True, metadata={"help": "continue from the newest valid checkpoint in out_dir"})
+    nan_policy: str = field(default="stop", metadata={"help": "stop | skip a step whose loss is NaN/inf"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    tensorboard: bool = field(default=True, metadata={"help": "also write TensorBoard event files"})
+    ema_decay: float = field(default=0.0, metadata={"help": "keep an EMA of the weights with this decay (0 = off); evaluation uses it"})
+
+
+@dataclass
+class OptimConfig:
+    name: str = field(default="adam", metadata={"help": "adam | adamw | sgd"})
+    lr: float = field(default=1e-3, metadata={"help": "peak learning rate"})
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.98], metadata={"help": "Adam betas"})
+    eps: float = field(default=1e-9, metadata={"help": "Adam epsilon"})
+    weight_decay: float = field(default=0.0, metadata={"help": "decoupled (adamw) or L2 weight decay; never on norms, biases or no_weight_decay() names"})
+    momentum: float = field(default=0.9, metadata={"help": "SGD momentum"})
+
+
+@dataclass
+class ScheduleConfig:
+    name: str = field(default="inverse_sqrt", metadata={"help": "inverse_sqrt (the paper) | cosine | constant"})
+    warmup_steps: int = field(default=4000, metadata={"help": "linear warm-up steps"})
+    min_lr_ratio: float = field(default=0.0, metadata={"help": "cosine: final lr as a fraction of the peak"})
+
+
+@dataclass
+class RunConfig:
+    train: TrainConfig = field(default_factory=TrainConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
