@@ -1,0 +1,93 @@
+"""MultiHeadAttention against torch.nn.MultiheadAttention and a plain softmax reference."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from zoo.blocks import MultiHeadAttention, causal_mask, lengths_mask
+
+B, T, S, D, H = 3, 7, 5, 16, 4
+
+
+def copy_into_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    ref = nn.MultiheadAttention(D, H, batch_first=True).double()
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(mha.qkv_proj.weight)
+        ref.in_proj_bias.copy_(mha.qkv_proj.bias)
+        ref.out_proj.weight.copy_(mha.out_proj.weight)
+        ref.out_proj.bias.copy_(mha.out_proj.bias)
+    return ref
+
+
+@pytest.fixture
+def mha() -> MultiHeadAttention:
+    torch.manual_seed(0)
+    module = MultiHeadAttention(D, H).double()
+    with torch.no_grad():  # nonzero biases so their layout is checked too
+        module.qkv_proj.bias.normal_()
+        module.out_proj.bias.normal_()
+    return module
+
+
+def test_self_attention_with_padding_equals_torch(mha):
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    lengths = torch.tensor([7, 4, 1])
+    ours = mha(x, mask=lengths_mask(lengths, T))
+    theirs, _ = copy_into_torch(mha)(x, x, x, key_padding_mask=~lengths_mask(lengths, T)[:, 0, 0],
+                                     need_weights=False)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-12)
+
+
+def test_causal_self_attention_equals_torch(mha):
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    torch_mask = ~causal_mask(T)  # torch: True = masked out
+    theirs, _ = copy_into_torch(mha)(x, x, x, attn_mask=torch_mask, need_weights=False)
+    torch.testing.assert_close(mha(x, is_causal=True), theirs, rtol=0, atol=1e-12)
+    torch.testing.assert_close(mha(x, mask=causal_mask(T)), theirs, rtol=0, atol=1e-12)
+
+
+def test_cross_attention_with_padding_equals_torch(mha):
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    context = torch.randn(B, S, D, dtype=torch.float64)
+    lengths = torch.tensor([5, 2, 3])
+    ours = mha(x, context, mask=lengths_mask(lengths, S))
+    theirs, _ = copy_into_torch(mha)(x, context, context,
+                                     key_padding_mask=~lengths_mask(lengths, S)[:, 0, 0],
+                                     need_weights=False)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-12)
+
+
+def test_equals_plain_softmax_reference(mha):
+    """softmax(Q K^T / sqrt(d_k)) V per head, concatenated and projected (eq. 1-2), by hand."""
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    mask = causal_mask(T)
+    w_q, w_k, w_v = mha.qkv_proj.weight.chunk(3)
+    b_q, b_k, b_v = mha.qkv_proj.bias.chunk(3)
+    heads = []
+    for h in range(H):
+        rows = slice(h * D // H, (h + 1) * D // H)
+        q = x @ w_q[rows].T + b_q[rows]
+        k = x @ w_k[rows].T + b_k[rows]
+        v = x @ w_v[rows].T + b_v[rows]
+        scores = (q @ k.transpose(1, 2) / math.sqrt(D // H)).masked_fill(~mask, -math.inf)
+        heads.append(torch.softmax(scores, dim=-1) @ v)
+    expected = mha.out_proj(torch.cat(heads, dim=-1))
+    torch.testing.assert_close(mha(x, mask=mask), expected, rtol=0, atol=1e-12)
+
+
+def test_keep_weights_returns_rows_that_sum_to_one(mha):
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    fused = mha(x, is_causal=True)
+    mha.keep_weights = True
+    explicit = mha(x, is_causal=True)
+    torch.testing.assert_close(fused, explicit)
+    assert mha.last_weights.shape == (B, H, T, T)
+    torch.testing.assert_close(mha.last_weights.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
+    assert mha.last_weights.triu(1).abs().max() == 0  # causal: nothing above the diagonal
+
+
+def test_rejects_indivisible_heads():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(10, 3)

@@ -1,0 +1,56 @@
+"""Learning-rate schedules as multipliers of the peak rate (for LambdaLR)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from zoo.config import ConfigError
+from zoo.train.config import ScheduleConfig
+
+
+def inverse_sqrt(warmup_steps: int) -> Callable[[int], float]:
+    """The paper's eq. 3: lr = d^-0.5 min(step^-0.5, step warmup^-1.5), here normalised so the
+    peak (at step == warmup) is 1; the recipe's `optim.lr` is then d^-0.5 warmup^-0.5."""
+    warmup = max(1, warmup_steps)
+
+    def factor(step: int) -> float:
+        step = max(1, step)
+        return min(step / warmup, math.sqrt(warmup / step))
+
+    return factor
+
+
+def cosine(warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[int], float]:
+    """Linear warm-up, then a half cosine from 1 down to `min_ratio` at `total_steps`."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return factor
+
+
+def constant(warmup_steps: int) -> Callable[[int], float]:
+    def factor(step: int) -> float:
+        return min(1.0, (step + 1) / warmup_steps) if warmup_steps > 0 else 1.0
+
+    return factor
+
+
+def build_schedule(optimizer: torch.optim.Optimizer, cfg: ScheduleConfig,
+                   total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    if cfg.name == "inverse_sqrt":
+        fn = inverse_sqrt(cfg.warmup_steps)
+    elif cfg.name == "cosine":
+        fn = cosine(cfg.warmup_steps, total_steps, cfg.min_lr_ratio)
+    elif cfg.name == "constant":
+        fn = constant(cfg.warmup_steps)
+    else:
+        raise ConfigError(f"key 'schedule.name': unknown schedule {cfg.name!r}; "
+                          "choose inverse_sqrt, cosine or constant")
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
