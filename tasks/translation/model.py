@@ -1,0 +1,122 @@
+"""The paper's encoder-decoder Transformer, assembled from zoo.blocks.
+
+Shape key: B batch, S source length, T target length, D model dim, V vocabulary size.
+
+`build_model` is the only place where the config turns into modules; `Transformer` just wires
+the parts together and exposes the three calls that training (`forward`) and the decoders in
+zoo.decode (`encode`, `decode`, `new_cache`) need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch import Tensor, nn
+
+from zoo.blocks import (Decoder, DecoderCache, Encoder, SequenceEmbedding, TokenEmbedding,
+                        init_transformer_, padding_mask)
+
+
+@dataclass
+class ModelConfig:
+    num_layers: int = field(default=6, metadata={"help": "encoder layers (the paper's N)"})
+    decoder_layers: int = field(default=6, metadata={"help": "decoder layers"})
+    dim: int = field(default=512, metadata={"help": "model width d_model"})
+    ffn_dim: int = field(default=2048, metadata={"help": "feed-forward hidden width d_ff"})
+    num_heads: int = field(default=8, metadata={"help": "attention heads h"})
+    dropout: float = field(default=0.1, metadata={"help": "residual and embedding dropout (P_drop)"})
+    attn_dropout: float = field(default=0.0, metadata={"help": "dropout on attention weights"})
+    ffn_dropout: float = field(default=0.0, metadata={"help": "dropout inside the feed-forward"})
+    activation: str = field(default="relu", metadata={"help": "feed-forward activation: relu | gelu"})
+    norm: str = field(default="layer", metadata={"help": "normalisation: layer | rms"})
+    pre_norm: bool = field(default=False, metadata={"help": "pre-norm residuals (the paper: post-norm)"})
+    positions: str = field(default="sinusoidal", metadata={"help": "position encodings: sinusoidal | learned"})
+    max_len: int = field(default=1024, metadata={"help": "longest source or target sequence (position table size)"})
+    share_embeddings: bool = field(default=True, metadata={
+        "help": "one matrix for source and target embeddings and the output projection (the paper; needs a joint vocabulary)"})
+    window: int | None = field(default=None, metadata={
+        "help": "restricted self-attention: each position sees +-window positions (None = full attention)"})
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer: source ids (B, S) and target input ids (B, T) -> logits (B, T, V).
+
+    Targets are right-padded (the decoder's causal mask then keeps real positions off padding);
+    source padding is hidden from the encoder and from cross-attention by a padding mask.
+
+    Args:
+        src_embed: source tokens -> (B, S, D) embeddings with positions.
+        tgt_embed: target tokens -> (B, T, D); may share its TokenEmbedding with `src_embed`.
+        encoder: the encoder stack.
+        decoder: the decoder stack.
+        output: the pre-softmax projection D -> V (its weight may be tied to the embeddings).
+        pad_idx: padding id of the source vocabulary.
+    """
+
+    def __init__(self, src_embed: SequenceEmbedding, tgt_embed: SequenceEmbedding, encoder: Encoder,
+                 decoder: Decoder, output: nn.Linear, *, pad_idx: int) -> None:
+        super().__init__()
+        self.src_embed, self.tgt_embed = src_embed, tgt_embed
+        self.encoder, self.decoder = encoder, decoder
+        self.output = output
+        self.pad_idx = pad_idx
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """src (B, S) -> memory (B, S, D) and memory_mask (B, 1, 1, S), True at real tokens."""
+        memory_mask = padding_mask(src, self.pad_idx)
+        return self.encoder(self.src_embed(src), pad_mask=memory_mask), memory_mask
+
+    def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
+               cache: DecoderCache | None = None) -> Tensor:
+        """tgt_in (B, T) -> logits (B, T, V).
+
+        With a cache, `tgt_in` holds only the new tokens (positions cache.offset..), and `memory`
+        is needed only on the first call, which fills the cross-attention caches.
+        """
+        offset = cache.offset if cache is not None else 0
+        x = self.tgt_embed(tgt_in, offset)
+        return self.output(self.decoder(x, memory, memory_mask=memory_mask, cache=cache))
+
+    def new_cache(self) -> DecoderCache:
+        """An empty KV cache for incremental decoding."""
+        return self.decoder.new_cache()
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits (B, T, V) of the next target tokens."""
+        memory, memory_mask = self.encode(src)
+        return self.decode(tgt_in, memory, memory_mask)
+
+
+def build_model(cfg: ModelConfig, vocab_size: int, pad_idx: int) -> Transformer:
+    """The Transformer described by `cfg`, freshly initialised as in the paper (tensor2tensor).
+
+    Linear layers are Xavier-uniform; embeddings (and an untied output projection) are
+    N(0, D^-1/2), so the sqrt(D)-scaled embeddings start with unit variance.
+
+    Args:
+        cfg: the model section of the recipe.
+        vocab_size: V; with `share_embeddings`, the joint source-target vocabulary.
+        pad_idx: padding id (its embedding row is zero and gets no gradient).
+    """
+    def embedding(tokens: TokenEmbedding | None) -> SequenceEmbedding:
+        return SequenceEmbedding(vocab_size, cfg.dim, max_len=cfg.max_len, padding_idx=pad_idx,
+                                 positions=cfg.positions, dropout=cfg.dropout,
+                                 token_embedding=tokens)
+
+    layer_kwargs = dict(dropout=cfg.dropout, attn_dropout=cfg.attn_dropout,
+                        ffn_dropout=cfg.ffn_dropout, activation=cfg.activation, norm=cfg.norm,
+                        pre_norm=cfg.pre_norm, window=cfg.window)
+    src_embed = embedding(None)
+    tgt_embed = embedding(src_embed.tokens if cfg.share_embeddings else None)
+    encoder = Encoder.uniform(cfg.num_layers, cfg.dim, cfg.num_heads, cfg.ffn_dim, **layer_kwargs)
+    decoder = Decoder.uniform(cfg.decoder_layers, cfg.dim, cfg.num_heads, cfg.ffn_dim, **layer_kwargs)
+    # Only the stacks: over the whole model the Xavier rule would also hit the tied output
+    # projection and with it the embeddings, which keep TokenEmbedding's N(0, D^-1/2).
+    init_transformer_(encoder)
+    init_transformer_(decoder)
+    output = nn.Linear(cfg.dim, vocab_size, bias=False)
+    if cfg.share_embeddings:
+        output.weight = tgt_embed.tokens.weight
+    else:
+        nn.init.normal_(output.weight, mean=0.0, std=cfg.dim ** -0.5)
+    return Transformer(src_embed, tgt_embed, encoder, decoder, output, pad_idx=pad_idx)
