@@ -56,7 +56,7 @@ def load_checkpoint(path: str | Path) -> dict:
     except pickle.UnpicklingError as err:
         raise UserError(f"{path}: refused to load: it holds objects other than tensors and plain "
                         f"containers, which could run code ({str(err).splitlines()[0][:200]})") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError) as err:
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
         raise UserError(f"{path}: not a readable checkpoint (truncated or corrupt?): "
                         f"{str(err).splitlines()[0][:200]}") from None
     if not isinstance(state, dict):

@@ -1,0 +1,84 @@
+"""One config path: strict YAML -> dataclasses, dotted overrides, readable errors."""
+
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import pytest
+
+from zoo.config import ConfigError, from_yaml, load_config, parse_cli, to_yaml
+
+
+@dataclass
+class Inner:
+    lr: float = 1e-3
+    name: str = "adam"
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
+
+
+@dataclass
+class Outer:
+    steps: int = 10
+    optim: Inner = field(default_factory=Inner)
+
+
+def write(tmp_path, text):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_yaml_and_overrides_merge_in_order(tmp_path):
+    path = write(tmp_path, "steps: 20\noptim:\n  lr: 0.5\n")
+    cfg = load_config(Outer, path, ["--optim.lr=0.25", "optim.name=sgd"])
+    assert cfg == Outer(steps=20, optim=Inner(lr=0.25, name="sgd"))
+    assert isinstance(cfg.optim, Inner)
+
+
+def test_unknown_key_in_file_names_key_and_file(tmp_path):
+    path = write(tmp_path, "optim:\n  lrr: 0.5\n")
+    with pytest.raises(ConfigError, match=r"recipe.yaml.*optim\.lrr"):
+        load_config(Outer, path)
+
+
+def test_unknown_override_names_key():
+    with pytest.raises(ConfigError, match=r"command line.*optim\.momentum"):
+        load_config(Outer, None, ["--optim.momentum=0.9"])
+
+
+def test_wrong_type_names_key(tmp_path):
+    path = write(tmp_path, "steps: many\n")
+    with pytest.raises(ConfigError, match=r"'steps'.*many"):
+        load_config(Outer, path)
+    with pytest.raises(ConfigError, match=r"optim\.lr"):
+        load_config(Outer, None, ["optim.lr=fast"])
+
+
+def test_malformed_yaml_and_missing_file_name_the_file(tmp_path):
+    with pytest.raises(ConfigError, match="recipe.yaml: not valid YAML"):
+        load_config(Outer, write(tmp_path, "steps: [1,\n"))
+    with pytest.raises(ConfigError, match="not found: .*nope.yaml"):
+        load_config(Outer, tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="key.sub=value"):
+        load_config(Outer, None, ["--steps"])
+
+
+def test_saved_config_round_trips():
+    cfg = load_config(Outer, None, ["steps=3"])
+    assert from_yaml(Outer, to_yaml(cfg)) == cfg
+
+
+def test_help_lists_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse_cli(Outer, ["--help"], default_config=None, description="demo")
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert all(f"--{key}=" in out for key in ("steps", "optim.lr", "optim.name", "optim.betas"))
+
+
+def test_entry_point_reports_a_bad_key_in_one_line_and_exits_2():
+    proc = subprocess.run([sys.executable, "-m", "tasks.reverse.train", "--train.max_stepz=3"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "train.max_stepz" in proc.stderr
+    assert "Traceback" not in proc.stderr
