@@ -6,16 +6,19 @@ from zoo.blocks.embeddings import SequenceEmbedding, TokenEmbedding
 from zoo.blocks.ffn import ACTIVATIONS, FeedForward
 from zoo.blocks.init import init_transformer_
 from zoo.blocks.layers import DecoderLayer, EncoderLayer, Residual
+from zoo.blocks.local_attention import LocalAttention
 from zoo.blocks.masks import causal_mask, lengths_mask, local_mask, padding_mask
+from zoo.blocks.mixers import MIXERS, Conv, Recurrent, SelfAttentionMixer, build_mixer
 from zoo.blocks.norms import NORMS, build_norm
 from zoo.blocks.positions import POSITIONS, LearnedPositions, SinusoidalPositions, resample_grid
 from zoo.blocks.stacks import Decoder, Encoder, self_attention_mask, stochastic_depth_rates
 
 __all__ = [
-    "ACTIVATIONS", "NORMS", "POSITIONS", "Decoder", "DecoderCache", "DecoderLayer",
-    "DecoderLayerCache", "Encoder", "EncoderLayer", "FeedForward", "KVCache", "LearnedPositions",
-    "MultiHeadAttention", "Residual", "SequenceEmbedding", "SinusoidalPositions",
-    "TokenEmbedding", "attention_reference", "build_norm", "causal_mask", "init_transformer_",
+    "ACTIVATIONS", "MIXERS", "NORMS", "POSITIONS", "Conv", "Decoder", "DecoderCache",
+    "DecoderLayer", "DecoderLayerCache", "Encoder", "EncoderLayer", "FeedForward", "KVCache",
+    "LearnedPositions", "LocalAttention", "MultiHeadAttention", "Recurrent", "Residual",
+    "SelfAttentionMixer", "SequenceEmbedding", "SinusoidalPositions", "TokenEmbedding",
+    "attention_reference", "build_mixer", "build_norm", "causal_mask", "init_transformer_",
     "lengths_mask", "local_mask", "padding_mask", "resample_grid", "self_attention_mask",
     "stochastic_depth_rates",
 ]
