@@ -1,0 +1,52 @@
+"""Configuration of the translation task (the `data` section; the recipe's top level joins it
+with the model and runner sections)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class DataConfig:
+    source: str = field(default="synthetic", metadata={
+        "help": "corpus: synthetic (built in, no download) | multi30k | wmt14 | files"})
+    data_dir: str = field(default="", metadata={
+        "help": "folder holding multi30k/ and wmt14/ ('' = $ZOO_DATA_DIR)"})
+    path: str = field(default="", metadata={
+        "help": "files: the folder with SPLIT.LANG or SPLIT.LANG.gz files (relative paths are "
+                "taken from data_dir)"})
+    src_lang: str = field(default="en", metadata={"help": "source language suffix"})
+    tgt_lang: str = field(default="de", metadata={"help": "target language suffix"})
+    train_split: str = field(default="", metadata={
+        "help": "training split name ('' = the source's: train)"})
+    valid_split: str = field(default="", metadata={
+        "help": "validation split ('' = valid; multi30k: val; wmt14: newstest2013)"})
+    test_split: str = field(default="", metadata={
+        "help": "test split ('' = test; multi30k: test_2016_flickr; wmt14: newstest2014)"})
+    synthetic_seed: int = field(default=0, metadata={
+        "help": "synthetic: seed of the generated corpus (independent of train.seed)"})
+    synthetic_train: int = field(default=20_000, metadata={"help": "synthetic: training pairs"})
+    synthetic_valid: int = field(default=500, metadata={"help": "synthetic: validation pairs"})
+    synthetic_test: int = field(default=500, metadata={"help": "synthetic: test pairs"})
+    vocab_size: int = field(default=2000, metadata={
+        "help": "joint source-target subword vocabulary size (the paper: about 37000 BPE for WMT14)"})
+    spm_model_type: str = field(default="unigram", metadata={
+        "help": "SentencePiece model: unigram | bpe (the paper: bpe)"})
+    spm_character_coverage: float = field(default=1.0, metadata={
+        "help": "fraction of characters the vocabulary covers; rarer ones become <unk>"})
+    spm_max_sentences: int = field(default=2_000_000, metadata={
+        "help": "train the vocabulary on a random sample of this many sentences (0 = all)"})
+    tokenizer: str = field(default="", metadata={
+        "help": "an existing spm.model to use ('' = OUT_DIR/spm.model, trained on the training "
+                "split if absent)"})
+    max_tokens: int = field(default=4096, metadata={
+        "help": "tokens per micro-batch: batch size x longest padded sequence, per rank"})
+    tokens_per_step: int = field(default=0, metadata={
+        "help": "tokens per optimizer step on each side (the paper: 25000); sets train.grad_accum "
+                "from max_tokens and the number of ranks (0 = keep train.grad_accum)"})
+    max_len: int = field(default=256, metadata={
+        "help": "drop training pairs with more subword tokens than this on either side (EOS "
+                "counted)"})
+    max_words: int = field(default=250, metadata={
+        "help": "drop training pairs with more words than this on either side, before "
+                "tokenization (0 = no limit)"})

@@ -1,0 +1,167 @@
+import gzip
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tasks.translation.config import DataConfig
+from tasks.translation.data import Batch, EncodedSplit, Ids, TranslationData, load_pairs, split_names
+from tasks.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from zoo.config import UserError
+from zoo.data.paths import ENV_VAR
+
+TINY = DataConfig(source="synthetic", synthetic_train=400, synthetic_valid=30, synthetic_test=30,
+                  vocab_size=300, max_tokens=256, spm_max_sentences=0)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> TranslationData:
+    return TranslationData(TINY, tmp_path_factory.mktemp("run"), seed=3)
+
+
+def reference_collate(split: EncodedSplit, indices) -> tuple[torch.Tensor, ...]:
+    """Row by row, the obvious way."""
+    rows = [(split.source_ids(i) + [EOS_ID], [BOS_ID] + split.target_ids(i), split.target_ids(i) + [EOS_ID])
+            for i in indices]
+    def pad(seqs):
+        width = max(map(len, seqs))
+        return torch.tensor([s + [PAD_ID] * (width - len(s)) for s in seqs])
+    return tuple(pad([r[k] for r in rows]) for k in range(3))
+
+
+def test_batches_match_a_row_by_row_reference(data):
+    for indices in data.train_batch_indices(0)[:5] + [np.array([0]), np.array([5, 1, 7])]:
+        batch = data.train.collate(indices)
+        expected = reference_collate(data.train, indices)
+        for got, want in zip((batch.src, batch.tgt_in, batch.tgt_out), expected):
+            assert got.dtype == torch.long and torch.equal(got, want)
+        assert batch.src_tokens == int((batch.src != PAD_ID).sum())
+        assert batch.tgt_tokens == int((batch.tgt_out != PAD_ID).sum())
+        assert batch.index.tolist() == list(indices)
+
+
+def test_epoch_covers_every_pair_once_within_budget(data):
+    for epoch in range(2):
+        batches = list(data.train_batches(epoch))
+        seen = np.sort(torch.cat([b.index for b in batches]).numpy())
+        assert np.array_equal(seen, np.arange(len(data.train)))
+        for b in batches:
+            assert b.src.shape[0] * max(b.src.shape[1], b.tgt_out.shape[1]) <= TINY.max_tokens
+
+
+def test_order_is_deterministic_and_changes_with_epoch(data):
+    def order(epoch, **kw):
+        return [b.index.tolist() for b in data.train_batches(epoch, **kw)]
+    assert order(0) == order(0)
+    assert order(0) != order(1)
+    assert order(1, start=2) == order(1)[2:]
+
+
+def test_ranks_get_equal_disjoint_shares(data):
+    shares = [[b.index.tolist() for b in data.train_batches(0, rank=r, world_size=3)] for r in range(3)]
+    assert len({len(s) for s in shares}) == 1
+    flat = [i for share in shares for batch in share for i in batch]
+    assert len(flat) == len(set(flat))
+
+
+def test_eval_batches_keep_every_pair_and_decode_to_the_text(data):
+    for role in ("valid", "test"):
+        split = data.split(role)
+        batches = list(data.eval_batches(role, max_tokens=64))
+        assert sorted(torch.cat([b.index for b in batches]).tolist()) == list(range(len(split)))
+        assert len(split) == TINY.synthetic_valid
+        for b in batches:
+            for row, i in zip(b.src.tolist(), b.index.tolist()):
+                assert data.tokenizer.decode(row) == split.sources[i]
+            for row, i in zip(b.tgt_out.tolist(), b.index.tolist()):
+                assert data.tokenizer.decode(row) == split.references[i]
+
+
+def test_tokenizer_is_saved_and_reused(data, tmp_path):
+    run_dir = data.tokenizer.path.parent
+    assert data.tokenizer.path == run_dir / "spm.model"
+    again = TranslationData(TINY, run_dir, seed=3)
+    assert again.tokenizer.vocab_size == data.tokenizer.vocab_size
+    assert np.array_equal(again.train.src, data.train.src)
+
+
+def test_reversed_direction_and_max_len_filter(tmp_path, caplog):
+    cfg = replace(TINY, src_lang="de", tgt_lang="en", max_len=12)
+    forward = dict(load_pairs(TINY, "valid"))
+    assert {de: en for en, de in forward.items()} == dict(load_pairs(cfg, "valid"))
+    with caplog.at_level(logging.INFO, logger="tasks.translation.data"):
+        data = TranslationData(cfg, tmp_path)
+    assert max(data.train.src_lengths.max(), data.train.tgt_lengths.max()) <= 12
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train:")]
+    dropped = TINY.synthetic_train - len(data.train)
+    assert dropped > 0 and f"{len(data.train)} pairs encoded, {dropped} dropped" in line
+    assert len(data.valid) == TINY.synthetic_valid  # evaluation splits are never filtered
+
+
+def write_split(folder: Path, split: str, pairs: list[tuple[str, str]], gz: bool) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for lang, side in (("en", 0), ("de", 1)):
+        text = "".join(p[side] + "\n" for p in pairs).encode()
+        path = folder / f"{split}.{lang}{'.gz' if gz else ''}"
+        path.write_bytes(gzip.compress(text) if gz else text)
+
+
+@pytest.mark.parametrize("source,folder,names,gz", [
+    ("multi30k", "multi30k", ("train", "val", "test_2016_flickr"), True),
+    ("wmt14", "wmt14", ("train", "newstest2013", "newstest2014"), False),
+    ("files", "mine", ("train", "valid", "test"), True),
+])
+def test_file_layouts(tmp_path, monkeypatch, source, folder, names, gz):
+    pairs = [("A dog runs.", "Ein Hund rennt."), ("The cats sleep.", "Die Katzen schlafen.")] * 20
+    for name in names:
+        write_split(tmp_path / folder, name, pairs + [("", "leer"), (" ".join("x" * 5), "y")], gz)
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    cfg = replace(TINY, source=source, path=folder if source == "files" else "", vocab_size=60, max_words=4)
+    assert list(split_names(cfg).values()) == list(names)
+    data = TranslationData(cfg, tmp_path / "run")
+    assert len(data.train) == len(pairs)  # the empty and the 5-word pair are dropped
+    assert len(data.valid) == len(pairs) + 1  # evaluation drops only the empty pair
+    assert data.valid.sources[:2] == [p[0] for p in pairs[:2]]
+
+
+def test_user_errors(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    with pytest.raises(UserError, match="not one of"):
+        split_names(replace(TINY, source="europarl"))
+    with pytest.raises(UserError, match="needs the data directory"):
+        list(load_pairs(replace(TINY, source="multi30k"), "train"))
+    with pytest.raises(UserError, match="multi30k corpus folder not found"):
+        list(load_pairs(replace(TINY, source="multi30k", data_dir=str(tmp_path)), "train"))
+    with pytest.raises(UserError, match="needs data.path"):
+        list(load_pairs(replace(TINY, source="files"), "train"))
+    write_split(tmp_path / "c", "train", [("a", "b")], gz=False)
+    with pytest.raises(UserError, match=r"'valid' split \(en\) not found: .*valid\.en"):
+        load_pairs(replace(TINY, source="files", path=str(tmp_path / "c")), "valid")
+    with pytest.raises(UserError, match="synthetic corpus is en-de or de-en"):
+        load_pairs(replace(TINY, src_lang="fr"), "train")
+
+
+def test_ids_round_trip():
+    rows = [[5, 6, 7], [], [300]]
+    ids = Ids.from_rows(rows, vocab_size=400)
+    assert ids.flat.dtype == np.uint16 and Ids.from_rows(rows, vocab_size=70_000).flat.dtype == np.int32
+    split = EncodedSplit("x", ids, ids)
+    assert [split.source_ids(i) for i in range(3)] == rows
+    assert split.src_lengths.tolist() == [4, 1, 2]
+
+
+@pytest.mark.data
+def test_multi30k_from_the_shared_data(data_dir, tmp_path):
+    cfg = DataConfig(source="multi30k", data_dir=str(data_dir), vocab_size=4000, spm_max_sentences=20_000)
+    data = TranslationData(cfg, tmp_path)
+    assert len(data.valid) == 1014 and len(data.test) == 1000  # README: nothing is dropped
+    assert 28_000 < len(data.train) <= 29_000
+    assert data.valid.sources[0] and data.test.references[0]
+    batch = next(data.train_batches(0))
+    assert isinstance(batch, Batch)
+    assert batch.src.shape[0] * max(batch.src.shape[1], batch.tgt_out.shape[1]) <= cfg.max_tokens
+    unk = np.mean(data.valid.tgt == 1)
+    assert unk < 0.01
