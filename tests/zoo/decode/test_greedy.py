@@ -1,0 +1,42 @@
+import torch
+
+from tests.zoo.decode.conftest import BOS, EOS, PAD, SPECIALS, sequence_logprobs
+from zoo.decode.greedy import greedy_search
+
+
+@torch.no_grad()
+def reference_greedy(model, src: torch.Tensor, max_tokens: int) -> list[int]:
+    """Argmax over a full teacher-forced forward of the prefix, one sentence at a time."""
+    ids: list[int] = []
+    while len(ids) < max_tokens:
+        logprobs = model(src[None], torch.tensor([[BOS] + ids]))[0, -1]
+        logprobs[[PAD, BOS]] = float("-inf")
+        token = int(logprobs.argmax())
+        if token == EOS:
+            break
+        ids.append(token)
+    return ids
+
+
+def test_greedy_equals_step_by_step_reference(model, src):
+    out = greedy_search(model, src, extra_len=5, **SPECIALS)
+    lengths = (src != PAD).sum(1).tolist()
+    for i, hyp in enumerate(out.best()):
+        sentence = src[i, : lengths[i]]
+        assert hyp == reference_greedy(model, sentence, lengths[i] + 5)
+        assert abs(out.scores[i, 0].item() - sequence_logprobs(model, sentence, [hyp])[0]) < 1e-4
+
+
+def test_cached_equals_uncached(model, src):
+    cached = greedy_search(model, src, extra_len=8, **SPECIALS)
+    uncached = greedy_search(model, src, extra_len=8, use_cache=False, **SPECIALS)
+    assert torch.equal(cached.tokens, uncached.tokens)
+    torch.testing.assert_close(cached.scores, uncached.scores)
+
+
+def test_length_limit_forces_eos(model, src):
+    out = greedy_search(model, src, extra_len=0, **SPECIALS)
+    lengths = (src != PAD).sum(1)
+    for i, hyp in enumerate(out.best()):
+        assert len(hyp) <= lengths[i]
+    assert ((out.tokens == EOS).sum(-1) == 1).all()  # every hypothesis ends, once

@@ -1,0 +1,66 @@
+"""What the decoders need from a model, and what they return.
+
+Any encoder-decoder that encodes a source once and decodes target tokens against it, optionally
+through a reorderable key/value cache, can be decoded by greedy search, beam search and sampling
+(translation and constituency parsing share them).
+
+Shape key: B sentences, N hypotheses per sentence, L hypothesis length, S source length,
+V vocabulary size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from torch import Tensor
+
+
+class Cache(Protocol):
+    def reorder(self, index: Tensor) -> None:
+        """Keep the batch rows `index` (in that order, repeats allowed)."""
+
+
+class EncoderDecoder(Protocol):
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """src (B, S) -> memory (B, S, D) and a bool memory mask broadcastable to (B, 1, 1, S)."""
+
+    def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
+               cache: Cache | None = None) -> Tensor:
+        """Target ids (B, T) -> next-token logits (B, T, V).
+
+        Without a cache `tgt_in` is the whole prefix; with one it holds only the new tokens, and
+        `memory` is needed only on the first call (may be None afterwards).
+        """
+
+    def new_cache(self) -> Cache:
+        """An empty cache for one decoding run."""
+
+
+@dataclass
+class Hypotheses:
+    """Decoded outputs, best first per sentence.
+
+    tokens: (B, N, L) generated ids without BOS; each ends with EOS, then padding.
+    scores: (B, N) the search's objective: summed log-probabilities for greedy search and
+        sampling, length-normalised ones for beam search.
+    eos_idx: the end-of-sentence id (to cut the hypotheses).
+    """
+
+    tokens: Tensor
+    scores: Tensor
+    eos_idx: int
+
+    def best(self) -> list[list[int]]:
+        """The top hypothesis of each sentence as a list of ids, EOS and padding removed."""
+        return [nbest[0][0] for nbest in self.nbest()]
+
+    def nbest(self) -> list[list[tuple[list[int], float]]]:
+        """Per sentence, its hypotheses as (ids without EOS, score), best first."""
+        out = []
+        for rows, scores in zip(self.tokens.tolist(), self.scores.tolist()):
+            out.append([(self._cut(ids), score) for ids, score in zip(rows, scores)])
+        return out
+
+    def _cut(self, ids: list[int]) -> list[int]:
+        return ids[: ids.index(self.eos_idx)] if self.eos_idx in ids else ids
