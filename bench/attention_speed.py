@@ -1,0 +1,74 @@
+"""zoo MultiHeadAttention vs torch.nn.MultiheadAttention, forward + backward, one run.
+
+    python -m bench.attention_speed [--device cuda] [--dtype bf16]
+
+Prints a table of the ratio torch_time / zoo_time (>= 1.0 means zoo is at least as fast) and
+writes bench/results/attention_speed.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from bench.timing import hardware, interleaved_medians
+from zoo.blocks import MultiHeadAttention, causal_mask
+
+RESULTS = Path(__file__).parent / "results"
+SIZES = [(8, 64, 256, 4), (8, 128, 512, 8), (4, 512, 512, 8)]  # (B, T, D, H)
+
+
+def run(device: str, dtype: torch.dtype, repeats: int) -> list[dict]:
+    rows = []
+    for b, t, d, h in SIZES:
+        for causal in (False, True):
+            torch.manual_seed(0)
+            ours = MultiHeadAttention(d, h).to(device, dtype)
+            theirs = nn.MultiheadAttention(d, h, batch_first=True).to(device, dtype)
+            x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
+            torch_mask = ~causal_mask(t, device=device) if causal else None
+
+            def zoo_step() -> None:
+                ours(x, is_causal=causal).sum().backward()
+
+            def torch_step() -> None:
+                out, _ = theirs(x, x, x, attn_mask=torch_mask, is_causal=causal, need_weights=False)
+                out.sum().backward()
+
+            times = interleaved_medians({"zoo": zoo_step, "torch": torch_step}, repeats=repeats)
+            rows.append({"B": b, "T": t, "D": d, "H": h, "causal": causal,
+                         "zoo_ms": 1e3 * times["zoo"], "torch_ms": 1e3 * times["torch"],
+                         "ratio": times["torch"] / times["zoo"]})
+            print(f"B={b} T={t} D={d} H={h} causal={causal}: zoo {rows[-1]['zoo_ms']:.2f} ms, "
+                  f"torch {rows[-1]['torch_ms']:.2f} ms, ratio {rows[-1]['ratio']:.2f}x", flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    dtype = torch.float32 if args.dtype == "fp32" else torch.bfloat16
+    rows = run(args.device, dtype, args.repeats)
+    meta = {"hardware": hardware(), "torch": torch.__version__, "dtype": args.dtype,
+            "command": f"python -m bench.attention_speed --device {args.device} --dtype {args.dtype}"}
+    RESULTS.mkdir(exist_ok=True)
+    tag = f"{args.device}_{args.dtype}"
+    (RESULTS / f"attention_speed_{tag}.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    lines = [f"# MultiHeadAttention forward+backward vs torch.nn.MultiheadAttention ({tag})", "",
+             f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}. "
+             "Ratio = torch time / zoo time (median of interleaved repeats).", "",
+             "| B | T | D | H | causal | zoo ms | torch ms | ratio |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['B']} | {r['T']} | {r['D']} | {r['H']} | {r['causal']} | {r['zoo_ms']:.2f} | "
+              f"{r['torch_ms']:.2f} | {r['ratio']:.2f}x |" for r in rows]
+    (RESULTS / f"attention_speed_{tag}.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

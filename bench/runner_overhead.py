@@ -1,0 +1,95 @@
+"""The runner's cost per step against a bare hand-written PyTorch loop, same model and data.
+
+    python -m bench.runner_overhead [--steps 60] [--repeats 5]
+
+Both train the reverse demo's encoder-decoder on the same batches with the same task step
+(model forward and loss) and Adam; the difference is the runner's own machinery. The per-step time
+of each is the slope between a short and a long run, (T(long) - T(short)) / (steps difference),
+which cancels set-up, the final evaluation and the checkpoint. Target: overhead <= 2%.
+Writes bench/results/runner_overhead.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from bench.timing import hardware
+from tasks.reverse.config import ReverseConfig
+from tasks.reverse.task import ReverseTask
+from zoo.train import fit, move_to
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def bare_loop(cfg: ReverseConfig, steps: int) -> None:
+    """What a user would write by hand around the same task step: no logging, checkpoints,
+    schedule, metric reduction or NaN check."""
+    task = ReverseTask(cfg)
+    torch.manual_seed(cfg.train.seed)
+    model = task.build_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
+                                 eps=cfg.optim.eps)
+    batches = task.train_batches(0)
+    for _ in range(steps):
+        batch = move_to(next(batches), torch.device("cpu"))
+        out = task.train_step(model, batch)
+        (out.loss / out.units).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+
+def runner_loop(cfg: ReverseConfig, steps: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        run = copy.deepcopy(cfg)
+        run.train.out_dir, run.train.max_steps = tmp, steps
+        fit(run, ReverseTask(run))
+
+
+def timed(fn, cfg: ReverseConfig, steps: int) -> float:
+    start = time.perf_counter()
+    fn(cfg, steps)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    cfg = ReverseConfig()
+    cfg.data.batches_per_epoch = 10 * args.steps
+    cfg.data.valid_size = 64
+    cfg.train.progress, cfg.train.tensorboard = False, False
+    cfg.train.log_every, cfg.train.eval_every, cfg.train.save_every = 10, 0, 0
+    short, long = args.steps // 6, args.steps
+    slopes: dict[str, list[float]] = {"runner": [], "bare": []}
+    for _ in range(args.repeats):
+        for name, fn in (("runner", runner_loop), ("bare", bare_loop)):
+            slopes[name].append((timed(fn, cfg, long) - timed(fn, cfg, short)) / (long - short))
+    median = {name: sorted(v)[len(v) // 2] for name, v in slopes.items()}
+    overhead = median["runner"] / median["bare"] - 1
+    result = {"hardware": hardware(), "torch": torch.__version__,
+              "command": f"python -m bench.runner_overhead --steps {args.steps} --repeats {args.repeats}",
+              "runner_ms_per_step": 1e3 * median["runner"], "bare_ms_per_step": 1e3 * median["bare"],
+              "overhead": overhead, "samples_ms": {k: [1e3 * x for x in v] for k, v in slopes.items()}}
+    print(f"runner {result['runner_ms_per_step']:.2f} ms/step, bare loop "
+          f"{result['bare_ms_per_step']:.2f} ms/step: overhead {100 * overhead:+.1f}% (target <= 2%)")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "runner_overhead.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / "runner_overhead.md").write_text(
+        "# Runner overhead vs a bare PyTorch loop\n\n"
+        f"`{result['command']}` on {result['hardware']}, torch {result['torch']}.\n\n"
+        "| runner ms/step | bare loop ms/step | overhead |\n|---|---|---|\n"
+        f"| {result['runner_ms_per_step']:.2f} | {result['bare_ms_per_step']:.2f} | "
+        f"{100 * overhead:+.1f}% |\n")
+
+
+if __name__ == "__main__":
+    main()
