@@ -7,8 +7,7 @@ import torch
 
 from tasks.translation.model import ModelConfig, build_model
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-SPECIALS = dict(bos_idx=BOS, eos_idx=EOS, pad_idx=PAD)
+PAD, BOS, EOS = 0, 2, 3  # the tokenizer's ids (unk = 1)
 
 
 def tiny_model(vocab: int, seed: int = 0) -> torch.nn.Module:
@@ -16,6 +15,18 @@ def tiny_model(vocab: int, seed: int = 0) -> torch.nn.Module:
     cfg = ModelConfig(num_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4,
                       dropout=0.0, max_len=128)
     return build_model(cfg, vocab, PAD).eval()
+
+
+@pytest.fixture
+def make_model():
+    """tiny_model(vocab, seed) -> a random eval-mode Transformer."""
+    return tiny_model
+
+
+@pytest.fixture
+def score():
+    """sequence_logprobs(model, src, hyps) -> teacher-forced log p(hyp + EOS | src) per hyp."""
+    return sequence_logprobs
 
 
 @pytest.fixture

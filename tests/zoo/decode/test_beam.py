@@ -3,21 +3,23 @@ import itertools
 import pytest
 import torch
 
-from tests.zoo.decode.conftest import EOS, PAD, SPECIALS, UNK, sequence_logprobs, tiny_model
 from zoo.decode.beam import beam_search, length_penalty
 from zoo.decode.greedy import greedy_search
 
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SPECIALS = dict(bos_idx=BOS, eos_idx=EOS, pad_idx=PAD)
+
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
-def test_wide_beam_equals_exhaustive_search(alpha):
+def test_wide_beam_equals_exhaustive_search(alpha, make_model, score):
     """Vocabulary of 6: pad, unk, bos, eos and two words, so unk + two words can be generated.
     Hypotheses of at most 3 tokens: 1 + 3 + 9 + 27 = 40 of them. A beam of 40 (wider than the
     vocabulary and than the 36 candidates of any step) must find the exhaustive n-best."""
-    model = tiny_model(vocab=6, seed=1)
+    model = make_model(vocab=6, seed=1)
     src = torch.tensor([[4, 5, 4]])
     words = [UNK, 4, 5]
     every = [list(ids) for length in range(4) for ids in itertools.product(words, repeat=length)]
-    logprobs = sequence_logprobs(model, src[0], every)
+    logprobs = score(model, src[0], every)
     scored = sorted(((lp / length_penalty(len(ids) + 1, alpha), ids)
                      for lp, ids in zip(logprobs, every)), key=lambda pair: -pair[0])
 
@@ -42,15 +44,15 @@ def test_beam_one_without_length_penalty_is_greedy(model, src):
     torch.testing.assert_close(beam.scores, greedy.scores)
 
 
-def test_scores_are_length_normalised_logprobs_best_first(model, src):
+def test_scores_are_length_normalised_logprobs_best_first(model, src, score):
     out = beam_search(model, src, beam_size=4, extra_len=6, n_best=4, **SPECIALS)
     lengths = (src != PAD).sum(1)
     for i, nbest in enumerate(out.nbest()):
         assert [s for _, s in nbest] == sorted((s for _, s in nbest), reverse=True)
         hyps = [ids for ids, _ in nbest]
-        references = sequence_logprobs(model, src[i, : lengths[i]], hyps)
-        for (ids, score), reference in zip(nbest, references):
-            assert abs(score - reference / length_penalty(len(ids) + 1, 0.6)) < 1e-4
+        references = score(model, src[i, : lengths[i]], hyps)
+        for (ids, found), reference in zip(nbest, references):
+            assert abs(found - reference / length_penalty(len(ids) + 1, 0.6)) < 1e-4
             assert len(ids) <= lengths[i] + 6
 
 

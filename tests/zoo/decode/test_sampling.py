@@ -1,8 +1,10 @@
 import torch
 
-from tests.zoo.decode.conftest import SPECIALS, sequence_logprobs
 from zoo.decode.greedy import greedy_search
 from zoo.decode.sampling import filter_logprobs, sample
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SPECIALS = dict(bos_idx=BOS, eos_idx=EOS, pad_idx=PAD)
 
 
 def draw(model, src, seed: int, **kwargs):
@@ -25,11 +27,11 @@ def test_top_k_one_is_greedy(model, src):
     assert draw(model, src, 2, top_k=1).best() == greedy_search(model, src, extra_len=8, **SPECIALS).best()
 
 
-def test_scores_are_model_logprobs(model, src):
+def test_scores_are_model_logprobs(model, src, score):
     out = draw(model, src, 3, temperature=0.7, top_p=0.9)
     for i, hyp in enumerate(out.best()):
         sentence = src[i][src[i] != 0]
-        assert abs(out.scores[i, 0].item() - sequence_logprobs(model, sentence, [hyp])[0]) < 1e-4
+        assert abs(out.scores[i, 0].item() - score(model, sentence, [hyp])[0]) < 1e-4
 
 
 def test_filters_keep_the_right_ids():
