@@ -1,0 +1,81 @@
+"""Cross-attention maps of a translation: one heatmap per decoder layer and head.
+
+Rows of the grid are decoder layers (first at the top), columns are heads; in each heatmap the
+x axis is the source tokens and the y axis the target tokens being predicted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from torch import Tensor, nn  # noqa: E402
+
+DPI = 100
+INCHES_PER_TOKEN = 0.22
+MIN_PANEL_INCHES = 2.0
+LABEL_INCHES = 1.0  # room for the tick labels on each panel
+
+
+def figure_size(num_layers: int, num_heads: int, src_len: int, tgt_len: int) -> tuple[float, float]:
+    """(width, height) in inches of the grid: panels sized by their token counts."""
+    panel_w = max(MIN_PANEL_INCHES, src_len * INCHES_PER_TOKEN) + LABEL_INCHES
+    panel_h = max(MIN_PANEL_INCHES, tgt_len * INCHES_PER_TOKEN) + LABEL_INCHES
+    return num_heads * panel_w, num_layers * panel_h
+
+
+@torch.no_grad()
+def cross_attention_weights(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor) -> Tensor:
+    """(layers, heads, T, S) cross-attention weights of one teacher-forced decode.
+
+    Args:
+        model: a Transformer (tasks.translation.model) in eval mode.
+        src_ids: (S,) source ids.
+        hyp_ids: (T,) decoder input: BOS followed by the hypothesis.
+    """
+    attentions = [layer.cross_attn for layer in model.decoder.layers]
+    for attn in attentions:
+        attn.keep_weights = True
+    try:
+        memory, memory_mask = model.encode(src_ids[None])
+        model.decode(hyp_ids[None], memory, memory_mask)
+        return torch.stack([attn.last_weights[0] for attn in attentions])
+    finally:
+        for attn in attentions:
+            attn.keep_weights, attn.last_weights = False, None
+
+
+def plot_cross_attention(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor, src_tokens: list[str],
+                         tgt_tokens: list[str], path: str | Path) -> Tensor:
+    """Draw every decoder layer's and head's cross-attention for one sentence into a PNG.
+
+    Args:
+        model, src_ids, hyp_ids: as for `cross_attention_weights`.
+        src_tokens: S labels of the x axis (the source pieces).
+        tgt_tokens: T labels of the y axis: the token each decoder position predicts (the
+            hypothesis, then EOS).
+        path: the PNG to write.
+
+    Returns:
+        The (layers, heads, T, S) weights drawn.
+    """
+    weights = cross_attention_weights(model, src_ids, hyp_ids).float().cpu()
+    layers, heads, tgt_len, src_len = weights.shape
+    if (len(src_tokens), len(tgt_tokens)) != (src_len, tgt_len):
+        raise ValueError(f"{len(src_tokens)} source and {len(tgt_tokens)} target labels for "
+                         f"{src_len} source and {tgt_len} target positions")
+    fig, axes = plt.subplots(layers, heads, squeeze=False, dpi=DPI,
+                             figsize=figure_size(layers, heads, src_len, tgt_len))
+    for (layer, head), ax in zip(((i, j) for i in range(layers) for j in range(heads)), axes.flat):
+        ax.imshow(weights[layer, head].numpy(), cmap="viridis", vmin=0.0, aspect="auto")
+        ax.set_title(f"layer {layer + 1} head {head + 1}", fontsize=8)
+        ax.set_xticks(range(src_len), src_tokens if layer == layers - 1 else [], rotation=90, fontsize=7)
+        ax.set_yticks(range(tgt_len), tgt_tokens if head == 0 else [], fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return weights
