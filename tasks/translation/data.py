@@ -30,7 +30,7 @@ from tasks.translation.config import DataConfig
 from tasks.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from zoo.config import UserError
 from zoo.data.batching import shard, token_batches
-from zoo.data.paths import require, resolve_data_dir
+from zoo.data.paths import require, resolve_data_dir, write_atomic
 from zoo.data.text import ParallelText
 
 log = logging.getLogger(__name__)
@@ -215,10 +215,12 @@ def load_pairs(cfg: DataConfig, role: str) -> Iterable[tuple[str, str]]:
 
 
 def load_tokenizer(cfg: DataConfig, run_dir: Path, *, seed: int = 0) -> Tokenizer:
-    """`data.tokenizer` if set, else RUN_DIR/spm.model, trained on the training pairs if absent."""
-    if cfg.tokenizer:
-        return Tokenizer(cfg.tokenizer)
+    """RUN_DIR/spm.model: copied from `data.tokenizer` if set, else trained on the training
+    pairs, unless it is already there (a resumed run keeps its vocabulary)."""
     path = Path(run_dir) / "spm.model"
+    if cfg.tokenizer and not path.is_file():
+        given = Tokenizer(cfg.tokenizer)  # checks the special ids before copying
+        write_atomic(path, given.path.read_bytes())
     if path.is_file():
         log.info("tokenizer: using %s", path)
         return Tokenizer(path)

@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 import sentencepiece as spm
 
 from zoo.config import UserError
+from zoo.data.paths import write_atomic
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 MODEL_TYPES = ("unigram", "bpe")
@@ -63,8 +64,6 @@ class Tokenizer:
         """
         if model_type not in MODEL_TYPES:
             raise UserError(f"tokenizer model type {model_type!r} is not one of {MODEL_TYPES}")
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         proto = io.BytesIO()
         spm.set_random_generator_seed(seed)
         try:
@@ -76,10 +75,7 @@ class Tokenizer:
                 hard_vocab_limit=False, minloglevel=2, num_threads=os.cpu_count() or 1)
         except RuntimeError as err:
             raise UserError(f"tokenizer training failed: {err}") from None
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(proto.getvalue())
-        os.replace(tmp, path)
-        return cls(path)
+        return cls(write_atomic(Path(path), proto.getvalue()))
 
     @property
     def vocab_size(self) -> int:

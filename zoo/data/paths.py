@@ -7,6 +7,7 @@ Data is never stored in the repository. Every task finds it through one setting:
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from zoo.config import UserError
@@ -44,4 +45,19 @@ def require(path: Path, what: str) -> Path:
     """
     if not path.is_file():
         raise UserError(f"{what} not found: {path}")
+    return path
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write `data` to `path` through a temporary file and a rename, so readers (and other
+    ranks writing the same file) never see it half written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

@@ -86,6 +86,9 @@ def test_tokenizer_is_saved_and_reused(data, tmp_path):
     again = TranslationData(TINY, run_dir, seed=3)
     assert again.tokenizer.vocab_size == data.tokenizer.vocab_size
     assert np.array_equal(again.train.src, data.train.src)
+    given = TranslationData(replace(TINY, tokenizer=str(data.tokenizer.path)), tmp_path / "new")
+    assert (tmp_path / "new" / "spm.model").read_bytes() == data.tokenizer.path.read_bytes()
+    assert np.array_equal(given.valid.tgt, data.valid.tgt)
 
 
 def test_reversed_direction_and_max_len_filter(tmp_path, caplog):

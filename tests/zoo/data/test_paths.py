@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from zoo.config import UserError
-from zoo.data.paths import ENV_VAR, require, resolve_data_dir
+from zoo.data.paths import ENV_VAR, require, resolve_data_dir, write_atomic
 
 
 def test_explicit_value_wins_over_environment(tmp_path, monkeypatch):
@@ -37,3 +37,11 @@ def test_require_names_the_missing_file(tmp_path):
         require(tmp_path / "b.txt", "training source")
     with pytest.raises(UserError):
         require(tmp_path, "a directory is not a file")
+
+
+def test_write_atomic_replaces_whole_files_and_leaves_no_temporaries(tmp_path):
+    target = tmp_path / "sub" / "model.bin"
+    assert write_atomic(target, b"first") == target
+    write_atomic(target, b"second")
+    assert target.read_bytes() == b"second"
+    assert [p.name for p in target.parent.iterdir()] == ["model.bin"]
