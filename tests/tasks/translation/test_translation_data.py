@@ -100,7 +100,7 @@ def test_reversed_direction_and_max_len_filter(tmp_path, caplog):
     assert max(data.train.src_lengths.max(), data.train.tgt_lengths.max()) <= 12
     [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train:")]
     dropped = TINY.synthetic_train - len(data.train)
-    assert dropped > 0 and f"{len(data.train)} pairs encoded, {dropped} dropped" in line
+    assert dropped > 0 and f"{len(data.train)} pairs encoded ({dropped} dropped" in line
     assert len(data.valid) == TINY.synthetic_valid  # evaluation splits are never filtered
 
 
