@@ -158,7 +158,7 @@ def test_ids_round_trip():
 
 @pytest.mark.data
 def test_multi30k_from_the_shared_data(data_dir, tmp_path):
-    cfg = DataConfig(source="multi30k", data_dir=str(data_dir), vocab_size=4000, spm_max_sentences=20_000)
+    cfg = DataConfig(source="multi30k", data_dir=str(data_dir), vocab_size=2000, spm_max_sentences=5000)
     data = TranslationData(cfg, tmp_path)
     assert len(data.valid) == 1014 and len(data.test) == 1000  # README: nothing is dropped
     assert 28_000 < len(data.train) <= 29_000
