@@ -45,6 +45,8 @@ def token_batches(src_lengths: Sequence[int] | np.ndarray, tgt_lengths: Sequence
     if src.shape != tgt.shape or src.ndim != 1:
         raise ValueError(f"need two 1-D length arrays of equal size, got {src.shape} and {tgt.shape}")
     longest = np.maximum(src, tgt)
+    if longest.size and longest.min() < 1:
+        raise ValueError("every example needs a length of at least 1 (count EOS)")
     over = np.flatnonzero(longest > max_tokens)
     if over.size:
         raise UserError(f"example {over[0]} has {longest[over[0]]} tokens, more than the batch "

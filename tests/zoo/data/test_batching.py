@@ -53,6 +53,8 @@ def test_bucketing_pads_less_than_random_batches():
 def test_example_over_budget_is_named():
     with pytest.raises(UserError, match="example 2 has 9 tokens"):
         token_batches([1, 2, 3, 4], [1, 2, 9, 1], 8)
+    with pytest.raises(ValueError, match="at least 1"):
+        token_batches([1, 0], [1, 0], 8)
 
 
 @pytest.mark.parametrize("count,world_size", [(10, 1), (10, 3), (9, 3), (11, 4), (4, 4)])
