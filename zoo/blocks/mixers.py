@@ -163,7 +163,11 @@ class MixerFactory(Protocol):
             kernel_size: the neighbourhood size k of convolutions and restricted attention
                 (restricted attention gets the same reach: half-width (k - 1) / 2, causal k - 1).
             num_heads: attention heads (ignored by the other mixers).
-            layer: index in a stack; dilated convolutions use dilation k ** layer.
+            layer: index in a stack; dilated convolutions use dilation (w + 1) ** layer, where
+                w is the one-sided reach of the kernel (k - 1 causal, (k - 1) / 2 'same'): the
+                receptive field grows by a factor w + 1 per layer, and every offset inside it
+                is reached by taps that all point the same way, so no path leaves the sequence
+                (with 'same' padding and dilation k ** layer some would, and be cut).
         """
 
 
@@ -194,7 +198,8 @@ def _conv(*, dilated: bool, separable: bool) -> MixerFactory:
     def build(dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1,
               layer: int = 0) -> nn.Module:
         return Conv(dim, kernel_size=kernel_size, causal=causal, separable=separable,
-                    dilation=kernel_size ** layer if dilated else 1)
+                    dilation=(local_window(kernel_size, causal=causal) + 1) ** layer
+                    if dilated else 1)
     return build
 
 

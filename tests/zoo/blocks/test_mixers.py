@@ -86,9 +86,12 @@ def test_conv_same_padding_is_centred() -> None:
     assert conv(x).flatten().tolist() == [2, 3, 4, 5, 6, 7, 0, 0]
 
 
-def test_dilated_conv_dilation_grows_with_layer() -> None:
-    assert [build_mixer("dilated_conv", DIM, causal=True, kernel_size=3, layer=i).conv.dilation
-            for i in range(3)] == [(1,), (3,), (9,)]
+@pytest.mark.parametrize(("causal", "kernel_size", "dilations"),
+                         [(True, 3, [1, 3, 9]), (False, 3, [1, 2, 4]), (False, 5, [1, 3, 9])])
+def test_dilated_conv_dilation_grows_with_layer(causal: bool, kernel_size: int,
+                                                dilations: list[int]) -> None:
+    assert [build_mixer("dilated_conv", DIM, causal=causal, kernel_size=kernel_size, layer=i)
+            .conv.dilation[0] for i in range(3)] == dilations
 
 
 def test_bad_arguments_raise() -> None:
