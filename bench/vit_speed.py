@@ -1,0 +1,125 @@
+"""zoo ViT vs timm's VisionTransformer: the same architecture and weights, one interleaved run.
+
+    python -m bench.vit_speed [--device cuda] [--preset small|vit_small] [--repeats 7]
+
+Training images/s (forward, cross-entropy, backward, AdamW step) and inference images/s, in fp32
+and under bf16 autocast. Ratios are ours / timm (>= 1.0 means zoo is at least as fast); the
+target is >= 1.0x for each. Writes bench/results/vit_speed.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from timm.models.vision_transformer import VisionTransformer
+from torch import nn
+
+from bench.timing import hardware, interleaved_medians
+from tasks.vit.convert import vit_from_timm
+
+RESULTS = Path(__file__).parent / "results"
+PRESETS = {
+    "small": dict(img_size=32, patch_size=4, embed_dim=192, depth=6, num_heads=3, batch=64),
+    "vit_small": dict(img_size=224, patch_size=16, embed_dim=384, depth=12, num_heads=6, batch=64),
+}
+
+
+def _train_step(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                optimizer: torch.optim.Optimizer, autocast: bool) -> Callable[[], None]:
+    def step() -> None:
+        with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=autocast):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def _infer_step(model: nn.Module, images: torch.Tensor, autocast: bool) -> Callable[[], None]:
+    @torch.inference_mode()
+    def step() -> None:
+        with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=autocast):
+            model(images)
+    return step
+
+
+def _synced(fn: Callable[[], None], device: torch.device) -> Callable[[], None]:
+    if device.type != "cuda":
+        return fn
+
+    def run() -> None:
+        fn()
+        torch.cuda.synchronize()
+    return run
+
+
+def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
+    spec = dict(PRESETS[preset])
+    batch = spec.pop("batch")
+    torch.manual_seed(0)
+    theirs = VisionTransformer(num_classes=10, **spec)
+    # timm normalises outside the model; our model divides by its stored std: set 0/1 so the
+    # two compute the same function on the same input.
+    theirs.pretrained_cfg = {"mean": (0.0,), "std": (1.0,)}
+    ours = vit_from_timm(theirs)
+    models = {"zoo": ours.to(device), "timm": theirs.to(device)}
+    images = torch.rand(batch, 3, spec["img_size"], spec["img_size"], device=device)
+    labels = torch.randint(0, 10, (batch,), device=device)
+    fns = {}
+    for precision in ("fp32", "bf16"):
+        autocast = precision == "bf16"
+        for name, model in models.items():
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            fns[f"train/{precision}/{name}"] = _synced(
+                _train_step(model, images, labels, optimizer, autocast), device)
+            fns[f"infer/{precision}/{name}"] = _synced(_infer_step(model, images, autocast), device)
+    # One interleaved round robin over all eight: load from other processes hits all alike.
+    times = interleaved_medians(fns, repeats=repeats, warmup=2)
+    rows = []
+    for kind in ("train", "infer"):
+        for precision in ("fp32", "bf16"):
+            zoo_s, timm_s = times[f"{kind}/{precision}/zoo"], times[f"{kind}/{precision}/timm"]
+            rows.append({"mode": kind, "precision": precision, "zoo_images_per_s": batch / zoo_s,
+                         "timm_images_per_s": batch / timm_s, "ratio": timm_s / zoo_s})
+    params = sum(p.numel() for p in ours.parameters())
+    return rows, {"preset": preset, **spec, "batch": batch, "parameters": params}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import timm
+
+    rows, setup = run(args.preset, torch.device(args.device), args.repeats)
+    command = "python -m bench.vit_speed " + " ".join(sys.argv[1:])
+    meta = {"command": command.strip(), "hardware": hardware(), "torch": torch.__version__,
+            "timm": timm.__version__, "setup": setup}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "vit_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    lines = ["# zoo ViT vs timm VisionTransformer (same architecture and weights)", "",
+             f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, timm {meta['timm']}.",
+             f"Setup: {setup}. Medians of {args.repeats} interleaved rounds.", "",
+             "| mode | precision | zoo images/s | timm images/s | ratio (target >= 1.0x) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['mode']} | {r['precision']} | {r['zoo_images_per_s']:.0f} | "
+                     f"{r['timm_images_per_s']:.0f} | {r['ratio']:.2f}x |")
+    (RESULTS / "vit_speed.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

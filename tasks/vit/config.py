@@ -1,0 +1,74 @@
+"""The ViT recipe schema: the runner's sections plus `model` and `data`.
+
+The defaults are the embedded digits recipe (configs/vit/digits.yaml says the same), so
+`python -m tasks.vit.train` works with no file at all, installed or from a checkout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
+
+
+@dataclass
+class ModelConfig:
+    image_size: int = field(default=8, metadata={"help": "input side in pixels (square images)"})
+    patch_size: int = field(default=2, metadata={"help": "patch side; must divide image_size"})
+    in_chans: int = field(default=1, metadata={"help": "image channels (1 grey, 3 RGB)"})
+    num_classes: int = field(default=10, metadata={"help": "classes of the head"})
+    dim: int = field(default=64, metadata={"help": "model width D"})
+    depth: int = field(default=4, metadata={"help": "encoder layers"})
+    num_heads: int = field(default=4, metadata={"help": "attention heads; must divide dim"})
+    mlp_ratio: float = field(default=2.0, metadata={"help": "FFN hidden width as a multiple of dim"})
+    pool: str = field(default="token", metadata={"help": "token (class token) | avg (mean of patch tokens)"})
+    class_token: bool = field(default=True, metadata={"help": "prepend a class token (needed by pool=token)"})
+    bias: bool = field(default=True, metadata={"help": "biases in the encoder's linear layers"})
+    dropout: float = field(default=0.0, metadata={"help": "dropout on embeddings, residual branches and before the head"})
+    attn_dropout: float = field(default=0.0, metadata={"help": "dropout on attention weights"})
+    drop_path: float = field(default=0.0, metadata={"help": "stochastic depth: rate of the last layer (rises linearly from 0)"})
+    pretrained: str = field(default="", metadata={"help": "'' | a timm model name (downloads) | a timm checkpoint file (.safetensors/.pth)"})
+
+
+@dataclass
+class DataConfig:
+    dataset: str = field(default="digits", metadata={"help": "digits | cifar10 | cifar100 | mnist | fashion_mnist | imagefolder"})
+    data_dir: str = field(default="", metadata={"help": "data directory ('' = $ZOO_DATA_DIR); cifar10 reads <dir>/cifar10/{train,test} (ImageFolder)"})
+    path: str = field(default="", metadata={"help": "imagefolder: root holding train/ and val/ (or test/)"})
+    download: bool = field(default=True, metadata={"help": "let torchvision download CIFAR/MNIST when absent"})
+    batch_size: int = field(default=128, metadata={"help": "training images per micro-batch"})
+    eval_batch_size: int = field(default=256, metadata={"help": "images per evaluation batch"})
+    num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes"})
+    mean: list[float] = field(default_factory=list, metadata={"help": "per-channel normalisation mean ([] = the dataset's); stored in the model"})
+    std: list[float] = field(default_factory=list, metadata={"help": "per-channel normalisation std ([] = the dataset's); stored in the model"})
+    crop_scale: list[float] = field(default_factory=lambda: [0.35, 1.0], metadata={"help": "random resized crop area range ([] = no crop)"})
+    hflip: float = field(default=0.0, metadata={"help": "probability of a horizontal flip (0 for digits)"})
+    randaugment_ops: int = field(default=0, metadata={"help": "RandAugment operations per image (0 = off)"})
+    randaugment_magnitude: int = field(default=9, metadata={"help": "RandAugment magnitude (0-30)"})
+    random_erasing: float = field(default=0.0, metadata={"help": "probability of random erasing"})
+    mixup_alpha: float = field(default=0.0, metadata={"help": "Mixup Beta(alpha, alpha) (0 = off)"})
+    cutmix_alpha: float = field(default=0.0, metadata={"help": "CutMix Beta(alpha, alpha) (0 = off)"})
+    mix_prob: float = field(default=1.0, metadata={"help": "probability that a batch is mixed (when mixup or cutmix is on)"})
+    label_smoothing: float = field(default=0.1, metadata={"help": "label smoothing of the training targets"})
+
+
+def _digits_train() -> TrainConfig:
+    return TrainConfig(out_dir="runs/vit_digits", max_steps=1200, log_every=50, eval_every=400,
+                       best_metric="top1")
+
+
+def _digits_optim() -> OptimConfig:
+    return OptimConfig(name="adamw", lr=2e-3, betas=[0.9, 0.999], eps=1e-8, weight_decay=0.05)
+
+
+def _digits_schedule() -> ScheduleConfig:
+    return ScheduleConfig(name="cosine", warmup_steps=100, min_lr_ratio=0.01)
+
+
+@dataclass
+class ViTConfig(RunConfig):
+    train: TrainConfig = field(default_factory=_digits_train)
+    optim: OptimConfig = field(default_factory=_digits_optim)
+    schedule: ScheduleConfig = field(default_factory=_digits_schedule)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)

@@ -1,0 +1,113 @@
+"""Image classification as a runner Task: soft-target cross-entropy, top-1/top-5 evaluation."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.utils.data import DataLoader
+
+from tasks.vit.config import ViTConfig
+from tasks.vit.convert import load_pretrained
+from tasks.vit.data import ImageData, build_datasets, iterate
+from tasks.vit.model import ViT, build_model
+from tasks.vit.transforms import (BatchMixer, SeededTransform, eval_transform, example_seed,
+                                  train_transform)
+from zoo.config import UserError
+from zoo.data.batching import shard
+from zoo.train import StepOutput
+
+
+def soft_target_cross_entropy(logits: Tensor, targets: Tensor, *, smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy summed over the batch against soft targets (B, K) (Mixup/CutMix output
+    or one-hot), smoothed towards uniform by `smoothing`."""
+    targets = targets * (1.0 - smoothing) + smoothing / targets.shape[-1]
+    return -(targets * F.log_softmax(logits.float(), dim=-1)).sum()
+
+
+def topk_correct(logits: Tensor, labels: Tensor, k: int) -> Tensor:
+    """How many labels are among the k highest logits."""
+    k = min(k, logits.shape[-1])
+    return (logits.topk(k, dim=-1).indices == labels[:, None]).any(dim=-1).sum()
+
+
+@torch.no_grad()
+def predict(model: nn.Module, loader: DataLoader) -> tuple[Tensor, Tensor]:
+    """Logits (N, K) in float32 and labels (N,) over a loader, on the CPU."""
+    device = next(model.parameters()).device
+    logits, labels = [], []
+    for images, batch_labels in iterate(loader):
+        logits.append(model(images.to(device)).float().cpu())
+        labels.append(batch_labels)
+    return torch.cat(logits), torch.cat(labels)
+
+
+def classification_metrics(logits: Tensor, labels: Tensor) -> dict[str, float]:
+    """top1 and top5 accuracy in percent and the mean cross-entropy."""
+    n = len(labels)
+    return {"top1": 100.0 * topk_correct(logits, labels, 1).item() / n,
+            "top5": 100.0 * topk_correct(logits, labels, 5).item() / n,
+            "loss": F.cross_entropy(logits, labels).item()}
+
+
+class ViTTask:
+    """The runner's Task for image classification with a ViT.
+
+    Args:
+        cfg: the full recipe.
+        data: the data set, when the caller already has it (tests); built from cfg.data if None.
+    """
+
+    unit_name = "images"
+
+    def __init__(self, cfg: ViTConfig, data: ImageData | None = None) -> None:
+        self.cfg = cfg
+        mc, dc = cfg.model, cfg.data
+        self.data = data or build_datasets(dc, channels=mc.in_chans, num_classes=mc.num_classes)
+        if dc.batch_size > len(self.data.train):
+            raise UserError(f"key 'data.batch_size': {dc.batch_size} exceeds the "
+                            f"{len(self.data.train)} training images")
+        seed = cfg.train.seed
+        self.train_set = SeededTransform(self.data.train, train_transform(dc, mc.image_size), seed)
+        self.test_set = SeededTransform(self.data.test,
+                                        eval_transform(mc.image_size, self.data.image_size), seed)
+        self.mixer = BatchMixer(mc.num_classes, mixup_alpha=dc.mixup_alpha,
+                                cutmix_alpha=dc.cutmix_alpha, prob=dc.mix_prob)
+
+    def build_model(self) -> ViT:
+        model = build_model(self.cfg.model, mean=self.data.mean, std=self.data.std)
+        if self.cfg.model.pretrained:
+            fresh = load_pretrained(model, self.cfg.model.pretrained)
+            if fresh:
+                print(f"pretrained {self.cfg.model.pretrained}: kept fresh {sorted(fresh)}")
+        return model
+
+    def train_batches(self, epoch: int, *, start: int = 0, rank: int = 0,
+                      world_size: int = 1) -> Iterator[tuple[Tensor, Tensor]]:
+        """Shuffled full batches of augmented images with soft targets (B, K)."""
+        seed, size = self.cfg.train.seed, self.cfg.data.batch_size
+        order = torch.randperm(len(self.train_set),
+                               generator=torch.Generator().manual_seed(example_seed(seed, epoch)))
+        batches = order[: len(order) // size * size].view(-1, size).tolist()
+        self.train_set.set_epoch(epoch)
+        loader = DataLoader(self.train_set, batch_sampler=shard(batches, rank, world_size)[start:],
+                            num_workers=self.cfg.data.num_workers)
+        for index, (images, labels) in enumerate(iterate(loader), start=start):
+            yield self.mixer(images, labels, example_seed(seed, epoch, index, rank))
+
+    def train_step(self, model: nn.Module, batch: tuple[Tensor, Tensor]) -> StepOutput:
+        images, targets = batch
+        logits = model(images)
+        loss = soft_target_cross_entropy(logits, targets, smoothing=self.cfg.data.label_smoothing)
+        # With mixed targets, "correct" means the prediction is the dominant class.
+        correct = topk_correct(logits.detach(), targets.argmax(dim=-1), 1)
+        return StepOutput(loss, len(images), {"top1": 100.0 * correct})
+
+    def test_loader(self) -> DataLoader:
+        return DataLoader(self.test_set, batch_size=self.cfg.data.eval_batch_size,
+                          num_workers=self.cfg.data.num_workers)
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        return classification_metrics(*predict(model, self.test_loader()))

@@ -1,0 +1,126 @@
+"""The ViT task through the real runner, the recipes, and the train/evaluate entry points."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tasks.vit import evaluate as evaluate_cli
+from tasks.vit import train as train_cli
+from tasks.vit.convert import zoo_to_timm
+from tasks.vit.config import DataConfig, ModelConfig, ViTConfig
+from tasks.vit.data import ImageData, TensorImages
+from tasks.vit.figures import attention_rollout, confusion_matrix
+from tasks.vit.model import build_model, num_parameters
+from tasks.vit.task import ViTTask, soft_target_cross_entropy
+from zoo.config import load_config, to_dict
+from zoo.train import fit
+from zoo.train.config import OptimConfig, ScheduleConfig, TrainConfig
+
+CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "vit"
+
+
+def _random_images(n: int, seed: int = 0) -> TensorImages:
+    gen = torch.Generator().manual_seed(seed)
+    images = torch.randint(0, 256, (n, 3, 8, 8), dtype=torch.uint8, generator=gen)
+    return TensorImages(images, torch.arange(n) % 4)
+
+
+def test_tiny_vit_overfits_a_batch_through_the_runner(tmp_path: Path) -> None:
+    batch = _random_images(16)
+    data = ImageData(batch, batch, ["a", "b", "c", "d"], 3, 8, (0.5,), (0.25,))
+    cfg = ViTConfig(
+        train=TrainConfig(out_dir=str(tmp_path), max_steps=80, log_every=80, progress=False, threads=1,
+                          tensorboard=False, resume=False),
+        optim=OptimConfig(name="adamw", lr=3e-3, betas=[0.9, 0.999], eps=1e-8),
+        schedule=ScheduleConfig(name="constant", warmup_steps=5),
+        model=ModelConfig(image_size=8, patch_size=2, in_chans=3, num_classes=4, dim=32, depth=2,
+                          num_heads=2),
+        data=DataConfig(batch_size=16, crop_scale=[], label_smoothing=0.0),
+    )
+    result = fit(cfg, ViTTask(cfg, data))
+    assert result.metrics["top1"] == 100.0  # labels are arbitrary: only memorising fits them
+    assert result.metrics["loss"] < 0.1
+
+
+def test_soft_target_loss_matches_torch_label_smoothing() -> None:
+    logits = torch.randn(6, 5)
+    labels = torch.tensor([0, 1, 2, 3, 4, 0])
+    one_hot = torch.nn.functional.one_hot(labels, 5).float()
+    ours = soft_target_cross_entropy(logits, one_hot, smoothing=0.1)
+    reference = torch.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1, reduction="sum")
+    assert torch.allclose(ours, reference, atol=1e-5)
+
+
+def test_train_batches_are_reproducible_and_resume_mid_epoch() -> None:
+    cfg = ViTConfig(data=DataConfig(batch_size=4, mixup_alpha=0.8, cutmix_alpha=1.0))
+    data = ImageData(_random_images(18), _random_images(4), ["a", "b", "c", "d"], 3, 8,
+                     (0.5,), (0.25,))
+    cfg.model.in_chans, cfg.model.num_classes = 3, 4
+    task = ViTTask(cfg, data)
+    full = list(task.train_batches(1))
+    assert len(full) == 4  # full batches only
+    again = list(task.train_batches(1))
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(full, again))
+    tail = list(task.train_batches(1, start=2))
+    assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(full[2:], tail))
+    assert not torch.equal(full[0][0], next(iter(task.train_batches(2)))[0])
+    ranks = [list(task.train_batches(1, rank=r, world_size=2)) for r in range(2)]
+    assert len(ranks[0]) == len(ranks[1]) == 2
+
+
+def test_attention_rollout_is_a_distribution_over_patches() -> None:
+    model = build_model(ModelConfig(image_size=8, patch_size=2, in_chans=1), mean=(0.3,), std=(0.4,))
+    maps = attention_rollout(model.eval(), torch.rand(3, 1, 8, 8))
+    assert maps.shape == (3, 4, 4)
+    assert torch.allclose(maps.sum(dim=(1, 2)), torch.ones(3)) and (maps >= 0).all()
+    assert all(layer.self_attn.last_weights is None for layer in model.encoder.layers)
+    matrix = confusion_matrix(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3)
+    assert matrix.tolist() == [[1, 0, 0], [0, 1, 1], [0, 0, 1]]
+
+
+def test_digits_recipe_equals_the_built_in_defaults() -> None:
+    """An installed package has no configs/ folder: its defaults must be the same recipe."""
+    from_file = load_config(ViTConfig, CONFIGS / "digits.yaml")
+    assert to_dict(from_file) == to_dict(ViTConfig())
+
+
+@pytest.mark.parametrize("recipe", ["vit_tiny_patch16_224", "vit_small_patch16_224",
+                                    "vit_base_patch16_224"])
+def test_imagenet_recipes_are_timms_architectures(recipe: str) -> None:
+    import timm
+
+    cfg = load_config(ViTConfig, CONFIGS / f"{recipe}.yaml")
+    assert cfg.model.depth == 12
+    # One layer keeps the test fast; every layer has the same shapes.
+    ours = build_model(dataclasses.replace(cfg.model, depth=1), mean=(0.5,), std=(0.5,))
+    reference = timm.create_model(recipe, pretrained=False, depth=1)
+    assert {k: v.shape for k, v in zoo_to_timm(ours.state_dict()).items()} == \
+        {k: v.shape for k, v in reference.state_dict().items()}
+
+
+def test_cifar_recipes_build() -> None:
+    cifar10 = load_config(ViTConfig, CONFIGS / "cifar10.yaml")
+    assert round(num_parameters(build_model(cifar10.model, mean=(0.5,), std=(0.5,))) / 1e5) == 63
+    small = load_config(ViTConfig, CONFIGS / "cifar_small.yaml")
+    assert small.model.image_size // small.model.patch_size == 8
+
+
+def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run = tmp_path / "run"
+    train_cli.main([f"--train.out_dir={run}", "--train.max_steps=3", "--train.progress=false",
+                    "--train.tensorboard=false", "--data.batch_size=32", "--train.eval_every=0"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("config:") or "config" in lines[0]
+    assert lines[-3].startswith("test top-1") and "configs/vit/cifar10.yaml" in lines[-1]
+    evaluate_cli.main(["--checkpoint", str(run), "--images", "3"])
+    figures = run / "figures"
+    assert (figures / "confusion_matrix.png").stat().st_size > 1000
+    assert (figures / "attention_rollout.png").stat().st_size > 1000
+    reported = json.loads((figures / "metrics.json").read_text())
+    summary = json.loads((run / "summary.json").read_text())
+    assert reported["top1"] == pytest.approx(summary["metrics"]["top1"])
