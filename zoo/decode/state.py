@@ -24,6 +24,8 @@ def max_lengths(src: Tensor, pad_idx: int, extra_len: int) -> Tensor:
 
 def force_eos(logprobs: Tensor, rows: Tensor, eos_idx: int) -> Tensor:
     """Leave only EOS possible in the rows where `rows` (N,) is True (they reached their limit)."""
+    if not rows.any():
+        return logprobs
     only_eos = torch.full_like(logprobs[0], float("-inf"))
     only_eos[eos_idx] = 0.0
     return torch.where(rows[:, None], logprobs + only_eos, logprobs)
