@@ -49,11 +49,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--last", type=int, default=5,
                         help="how many of the newest step checkpoints to average (default 5)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="output file (default: RUN/checkpoints/averaged.pt)")
+                        help="output file (default: RUN/averaged.pt, where `--checkpoint averaged` looks)")
     args = parser.parse_args(argv)
     if args.last < 1:
         raise UserError(f"--last must be at least 1, not {args.last}")
-    out = args.out or args.run / "checkpoints" / "averaged.pt"
+    out = args.out or args.run / "averaged.pt"
     paths = average_run(args.run, args.last, out)
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {out}")
 

@@ -22,7 +22,7 @@ def write_run(run_dir, steps: list[int]) -> list[dict]:
 def test_cli_averages_the_newest_checkpoints(tmp_path, capsys):
     states = write_run(tmp_path, [100, 200, 300, 400])
     main(["--run", str(tmp_path), "--last", "3"])
-    out = torch.load(tmp_path / "checkpoints" / "averaged.pt", map_location="cpu", weights_only=True)
+    out = torch.load(tmp_path / "averaged.pt", map_location="cpu", weights_only=True)
     assert out["config"] == "seed: 400\n" and out["step"] == 400 and "optimizer" not in out
     assert out["averaged_from"] == ["step_00000200.pt", "step_00000300.pt", "step_00000400.pt"]
     for key, value in out["model"].items():
