@@ -3,8 +3,9 @@
     python -m bench.layers            # quick grid, a couple of minutes on 2 CPU cores
     python -m bench.layers --full     # larger grid
 
-Writes layers.md (the paper's table beside the measured one), layers.json (raw numbers) and
-layers_*.png (log-log plots) into --out (bench/results by default).
+Writes layers.md (the paper's table beside the measured one), layers.json (raw numbers),
+layers_*.png (log-log plots) and README_layers_section.md (the README's section, with these
+numbers) into --out (bench/results by default).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ GRIDS = {
     "quick": Grid(flop_lengths=[4, 8, 16, 32, 64, 128, 256, 512], flop_dims=[16, 32, 64, 128],
                   sequential_lengths=[8, 16, 32, 64], path_lengths=[4, 8, 16, 32],
                   time_lengths=[16, 32, 64, 128, 256, 512, 1024, 2048], time_dims=[64],
-                  repeats=3),
+                  repeats=5),
     "full": Grid(flop_lengths=[4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
                  flop_dims=[16, 32, 64, 128, 256, 512],
                  sequential_lengths=[8, 16, 32, 64, 128, 256], path_lengths=[4, 8, 16, 32, 64],
@@ -154,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     for path in report.plot(results, args.out):
         log(f"wrote {path}")
     (args.out / "layers.md").write_text(report.markdown(results))
-    log(f"wrote {args.out / 'layers.md'} and {args.out / 'layers.json'}")
+    (args.out / "README_layers_section.md").write_text(report.readme_section(results))
+    log(f"wrote {args.out / 'layers.md'}, layers.json and README_layers_section.md")
 
 
 if __name__ == "__main__":

@@ -23,11 +23,10 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, 
 from zoo.blocks.mixers import GATES, Recurrent, State, build_mixer, local_window
 
 aten = torch.ops.aten
-# torch's counter knows the CUDA attention kernels but not the CPU one that SDPA picks here;
-# without these entries attention would count as its projections only.
+RECURRENT = ("rnn", "gru", "lstm")
+
+
 # The counter calls these with the shapes of the op's tensor arguments.
-
-
 def _attention_flops(q: Any, k: Any, v: Any, *args: Any, **kwargs: Any) -> int:
     return sdpa_flop_count(q, k, v)
 
@@ -37,11 +36,12 @@ def _attention_backward_flops(grad_out: Any, q: Any, k: Any, v: Any, *args: Any,
     return sdpa_backward_flop_count(grad_out, q, k, v)
 
 
+# torch's counter knows the CUDA attention kernels but not the CPU one that SDPA picks here;
+# without these entries attention would count as its projections only.
 CPU_ATTENTION_FLOPS = {
     aten._scaled_dot_product_flash_attention_for_cpu: _attention_flops,
     aten._scaled_dot_product_flash_attention_for_cpu_backward: _attention_backward_flops,
 }
-RECURRENT = ("rnn", "gru", "lstm")
 
 
 def traced(mixer: nn.Module) -> Callable[[Tensor], Tensor]:
@@ -50,13 +50,11 @@ def traced(mixer: nn.Module) -> Callable[[Tensor], Tensor]:
     return mixer.unrolled if isinstance(mixer, Recurrent) else mixer
 
 
-def count_flops(fn: Callable[[Tensor], Tensor], x: Tensor, *, backward: bool = False) -> int:
-    """FLOPs of fn(x) (and of its backward) as torch.utils.flop_counter counts them:
-    2 per multiply-add of matmuls, convolutions and attention; elementwise ops are free."""
+def count_flops(fn: Callable[[Tensor], Tensor], x: Tensor) -> int:
+    """FLOPs of fn(x) as torch.utils.flop_counter counts them: 2 per multiply-add of matmuls,
+    convolutions and attention; elementwise ops are free."""
     with FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION_FLOPS) as counter:
-        y = fn(x)
-        if backward:
-            y.sum().backward()
+        fn(x)
     return counter.get_total_flops()
 
 
