@@ -89,8 +89,9 @@ def test_embeddings_keep_their_init_when_tied():
     assert model.output.weight[PAD].abs().sum() == 0
 
 
-def test_forward_equals_cached_step_by_step_decode():
-    model = tiny()
+@pytest.mark.parametrize("changes", [{}, {"window": 2}, {"pre_norm": True}])
+def test_forward_equals_cached_step_by_step_decode(changes):
+    model = tiny(**changes)
     src, tgt = random_batch()
     with torch.no_grad():
         full = model(src, tgt)
