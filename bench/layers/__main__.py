@@ -1,7 +1,7 @@
 """Measure the paper's Table 1 for every mixer in zoo.blocks.MIXERS.
 
-    python -m bench.layers            # quick grid, a couple of minutes on 2 CPU cores
-    python -m bench.layers --full     # larger grid
+    python -m bench.layers            # quick grid, under a minute on 2 busy CPU cores
+    python -m bench.layers --full     # larger grid, about 4 minutes
 
 Writes layers.md (the paper's table beside the measured one), layers.json (raw numbers),
 layers_*.png (log-log plots) and README_layers_section.md (the README's section, with these
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="the quick grid (the default)")
-    mode.add_argument("--full", action="store_true", help="the larger grid (tens of minutes)")
+    mode.add_argument("--full", action="store_true", help="the larger grid (about 4 minutes)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="output folder")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads for the timings (1: steadier on a shared CPU)")

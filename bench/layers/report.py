@@ -27,6 +27,15 @@ PAPER = {
                        "O(n/k) (text)"),
 }
 TERMS = ("n·d", "n·d²", "n²·d")
+COMMANDS = [
+    "```bash",
+    "python -m bench.layers          # quick grid, under a minute on 2 busy CPU cores",
+    "python -m bench.layers --full   # larger grid, about 4 minutes",
+    "python -m pytest bench/test_layers_speed.py --benchmark-enable   # micro-benchmarks",
+    "python -m pytest tests/bench tests/zoo/blocks/test_mixers.py "
+    "tests/zoo/blocks/test_local_attention.py   # the checks",
+    "```", "",
+]
 
 
 def _fit_terms(lengths: list[int], dims: list[int], counts: list[list[int]]) -> dict[str, float]:
@@ -175,11 +184,7 @@ def markdown(results: dict) -> str:
         "![Time and memory](layers_time_memory.png)", "",
         "![Sequential operations and path length](layers_sequential_path.png)", "",
         "## Commands", "",
-        "```bash",
-        "python -m bench.layers            # quick grid (this file), a couple of minutes",
-        "python -m bench.layers --full     # larger grid",
-        "python -m pytest bench/test_layers_speed.py --benchmark-enable   # micro-benchmarks",
-        "```", "",
+        *COMMANDS,
     ]
     return "\n".join(lines)
 
@@ -194,11 +199,10 @@ def _compact_table(results: dict) -> list[str]:
              _row(["---"] * 7)]
     for name, (label, complexity, sequential, path) in PAPER.items():
         ops = results["sequential_ops"][name]
-        paths = results["path_length"]
-        lines.append(_row([
-            label, complexity, _formula(layers[name]["flops_terms"]), sequential,
-            f"{ops[0]} → {ops[-1]}", path,
-            f"{paths['causal'][name]['measured'][-1]} / {paths['non_causal'][name]['measured'][-1]}"]))
+        causal, non_causal = (results["path_length"][key][name]["measured"][-1]
+                              for key in ("causal", "non_causal"))
+        lines.append(_row([label, complexity, _formula(layers[name]["flops_terms"]), sequential,
+                           f"{ops[0]} → {ops[-1]}", path, f"{causal} / {non_causal}"]))
     return lines
 
 
@@ -211,7 +215,7 @@ def readme_section(results: dict) -> str:
     cfg, summary = results["config"], results["summary"]
     layers = summary["layers"]
     lengths, dims = cfg["flop_lengths"], cfg["flop_dims"]
-    k, n_path = cfg["kernel_size"], cfg["path_lengths"][-1]
+    k = cfg["kernel_size"]
     time_dim = next(iter(results["time_memory"]))
     t_cross = {name: _cross_text(summary["crossover_time"][name][time_dim]) for name in RECURRENT}
     f_cross = summary["crossover_flops"]
@@ -232,11 +236,7 @@ def readme_section(results: dict) -> str:
         "layer in `zoo.blocks.MIXERS`, all with the interface `(B, T, D) -> (B, T, D)`: full "
         "and restricted self-attention (`LocalAttention`, blockwise, O(r·n·d)), tanh RNN, GRU, "
         "LSTM, and contiguous, dilated and depthwise-separable convolutions.", "",
-        "```bash",
-        "python -m bench.layers          # quick grid, about a minute on 2 CPU cores",
-        "python -m bench.layers --full   # larger grid",
-        "python -m pytest bench/test_layers_speed.py --benchmark-enable   # micro-benchmarks",
-        "```", "",
+        *COMMANDS,
         f"It writes `bench/results/layers.md` (the full table, crossovers, time and memory), "
         f"`layers.json` (raw numbers) and three log-log plots. From `{command}`, causal layers, "
         f"k = r = {k}:", "",
@@ -260,7 +260,9 @@ def readme_section(results: dict) -> str:
         "smallest number of mixing steps after which every output position has a nonzero "
         "gradient with respect to every input position it may see (for causal layers: every "
         "earlier one; a dependence on a later one fails the run). A step is one layer of a "
-        "stack; for recurrent layers it is one parallel (Jacobi) sweep of the recurrence, "
+        "stack. One recurrent layer already connects every pair, through a chain of up to "
+        "n − 1 cell steps, and the paper's path length counts those steps; so for recurrent "
+        "layers a step is one parallel (Jacobi) sweep of the recurrence, "
         "position t taking position t - 1's state of the previous sweep, which after n - 1 "
         "sweeps equals the layer exactly (tested): the n - 1 hops a recurrent layer chains.",
         f"- **Wall time and memory**: best of {cfg['repeats']} forward + backward passes at "
@@ -274,24 +276,25 @@ def readme_section(results: dict) -> str:
         f"slope in n is {layers['attention']['flops_exponent_n']:.2f} over n = "
         f"{lengths[-3]}..{lengths[-1]} at d = {dims[0]}, the slope in d "
         f"{layers['attention']['flops_exponent_d']:.2f} at n = {lengths[-1]}. The same "
-        f"projections give restricted attention {_formula(layers['local_attention']['flops_terms'])} "
-        "where the paper writes O(r·n·d); its blockwise kernel scores 2w (causal) or 3w keys per "
-        "query for a band of w + 1 or 2w + 1, at most 1.5 times the band's work, still linear "
-        "in n. Causal full attention is counted dense (the kernel skips masked blocks; the "
-        "counter cannot know).",
+        "projections give restricted attention "
+        f"{_formula(layers['local_attention']['flops_terms'])} where the paper writes O(r·n·d); "
+        "its blockwise kernel scores 2w (causal) or 3w keys per query for a band of w + 1 or "
+        "2w + 1, at most 1.5 times the band's work, still linear in n. Causal full attention "
+        "is counted dense (the kernel skips masked blocks; the counter cannot know).",
         f"- **\"Self-attention is faster than recurrence when n < d\" is exact for the GRU.** "
         f"With the projections counted, attention's 8·n·d² + 4·n²·d meets a recurrent layer's "
         f"2·G·n·d·2d (G gates) at n = (G − 2)·d. Measured: GRU (G = 3) {gru_d}; LSTM (G = 4) "
         f"{lstm_d}; the tanh RNN (G = 1) never, its whole cost 4·n·d² being below attention's "
         "projections alone. The paper compares the leading terms n²·d and n·d² without "
         "constants.",
-        f"- **Wall time follows the sequential operations more than the FLOPs.** On this CPU at "
-        f"d = {time_dim}, where attention stops being faster than the RNN: {t_cross['rnn']}; "
-        f"than the GRU: {t_cross['gru']}, although beyond n = d attention does more FLOPs than "
-        "either. Torch runs both as "
-        "n dependent small matmuls (the O(n) sequential operations measured above, "
-        f"{per_token['rnn']:g} and {per_token['gru']:g} ops per token), each paying dispatch "
-        f"overhead. The LSTM runs as one fused oneDNN kernel and crosses at {t_cross['lstm']}.",
+        "- **Wall time follows the sequential operations more than the FLOPs.** Where "
+        f"attention stops being faster on this CPU at d = {time_dim}: against the RNN, "
+        f"{t_cross['rnn']}; the GRU, {t_cross['gru']}; the LSTM, {t_cross['lstm']}; although "
+        "attention does more FLOPs than the RNN at every n and than the GRU beyond n = d. "
+        "Torch runs the RNN and the GRU as n dependent small matmuls (the O(n) sequential "
+        f"operations above, {per_token['rnn']:g} and {per_token['gru']:g} ops per token), each "
+        "paying dispatch overhead, and the LSTM as one fused oneDNN kernel. On this shared "
+        "machine timings, and the crossovers with them, move by tens of percent between runs.",
         "- **Path lengths equal the exact formulas behind the O(·)**: 1 for self-attention, "
         "n − 1 for recurrence, ⌈(n − 1)/(k − 1)⌉ causal and ⌈(n − 1)/((k − 1)/2)⌉ 'same' for "
         "contiguous kernels (the paper's O(n/k)), and ⌈(n − 1)/w⌉ for restricted attention with "
