@@ -38,6 +38,7 @@ class DataConfig:
     download: bool = field(default=True, metadata={"help": "let torchvision download CIFAR/MNIST when absent"})
     batch_size: int = field(default=128, metadata={"help": "training images per micro-batch"})
     eval_batch_size: int = field(default=256, metadata={"help": "images per evaluation batch"})
+    eval_limit: int = field(default=0, metadata={"help": "evaluate on this many test images, evenly spaced (0 = all; for quick checks)"})
     num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes"})
     mean: list[float] = field(default_factory=list, metadata={"help": "per-channel normalisation mean ([] = the dataset's); stored in the model"})
     std: list[float] = field(default_factory=list, metadata={"help": "per-channel normalisation std ([] = the dataset's); stored in the model"})

@@ -7,7 +7,7 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Subset
 
 from tasks.vit.config import ViTConfig
 from tasks.vit.convert import load_pretrained
@@ -69,10 +69,12 @@ class ViTTask:
         if dc.batch_size > len(self.data.train):
             raise UserError(f"key 'data.batch_size': {dc.batch_size} exceeds the "
                             f"{len(self.data.train)} training images")
-        seed = cfg.train.seed
+        seed, test = cfg.train.seed, self.data.test
+        if 0 < dc.eval_limit < len(test):  # evenly spaced: class-sorted folders stay balanced
+            test = Subset(test, torch.linspace(0, len(test) - 1, dc.eval_limit).long().tolist())
         self.train_set = SeededTransform(self.data.train, train_transform(dc, mc.image_size), seed)
-        self.test_set = SeededTransform(self.data.test,
-                                        eval_transform(mc.image_size, self.data.image_size), seed)
+        self.test_set = SeededTransform(test, eval_transform(mc.image_size, self.data.image_size),
+                                        seed)
         self.mixer = BatchMixer(mc.num_classes, mixup_alpha=dc.mixup_alpha,
                                 cutmix_alpha=dc.cutmix_alpha, prob=dc.mix_prob)
 
