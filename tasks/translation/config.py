@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tasks.translation.model import ModelConfig
+from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
+
 
 @dataclass
 class DataConfig:
@@ -50,3 +53,37 @@ class DataConfig:
     max_words: int = field(default=250, metadata={
         "help": "drop training pairs with more words than this on either side, before "
                 "tokenization (0 = no limit)"})
+
+
+@dataclass
+class DecodeConfig:
+    beam_size: int = field(default=4, metadata={"help": "beam width for test decoding (the paper: 4)"})
+    alpha: float = field(default=0.6, metadata={
+        "help": "length penalty exponent of lp(Y) = ((5 + |Y|) / 6)^alpha (the paper: 0.6)"})
+    extra_len: int = field(default=50, metadata={"help": "hypotheses stop at source length + extra_len"})
+    eval_beam_size: int = field(default=1, metadata={
+        "help": "beam width of the BLEU computed at each evaluation during training (1 = greedy, fast)"})
+    max_tokens: int = field(default=0, metadata={"help": "source tokens per decoding batch (0 = data.max_tokens)"})
+
+
+def _demo_model() -> ModelConfig:
+    return ModelConfig(num_layers=2, decoder_layers=2, dim=128, ffn_dim=512, num_heads=4,
+                       dropout=0.1, max_len=256)
+
+
+def _demo_train() -> TrainConfig:
+    return TrainConfig(out_dir="runs/translation-demo", max_steps=1200, log_every=50,
+                       eval_every=400, save_every=400, clip_norm=1.0, best_metric="bleu")
+
+
+@dataclass
+class TranslationConfig(RunConfig):
+    """The whole recipe. The defaults are the embedded demo (configs/translation/demo.yaml)."""
+
+    model: ModelConfig = field(default_factory=_demo_model)
+    data: DataConfig = field(default_factory=DataConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    label_smoothing: float = field(default=0.1, metadata={"help": "the paper's eps_ls"})
+    train: TrainConfig = field(default_factory=_demo_train)
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(name="adam", lr=1e-3))
+    schedule: ScheduleConfig = field(default_factory=lambda: ScheduleConfig(name="inverse_sqrt", warmup_steps=300))

@@ -56,37 +56,29 @@ class EncoderLayer(nn.Module):
                  norm: str = "layer", norm_eps: float = 1e-5, pre_norm: bool = False,
                  drop_path: float = 0.0, bias: bool = True) -> None:
         super().__init__()
-        residual = dict(norm=norm, norm_eps=norm_eps, pre_norm=pre_norm, dropout=dropout,
-                        drop_path=drop_path)
+        self.residual_args = dict(norm=norm, norm_eps=norm_eps, pre_norm=pre_norm, dropout=dropout,
+                                  drop_path=drop_path)
         self.self_attn = MultiHeadAttention(dim, num_heads, dropout=attn_dropout, bias=bias)
-        self.self_attn_res = Residual(dim, **residual)
+        self.self_attn_res = Residual(dim, **self.residual_args)
         self.ffn = FeedForward(dim, ffn_dim, activation=activation, dropout=ffn_dropout, bias=bias)
-        self.ffn_res = Residual(dim, **residual)
+        self.ffn_res = Residual(dim, **self.residual_args)
 
     def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
         x = self.self_attn_res(x, lambda h: self.self_attn(h, mask=mask))
         return self.ffn_res(x, self.ffn)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(EncoderLayer):
     """Causal self-attention, cross-attention over the encoder output, then FFN.
 
     Takes the same arguments as EncoderLayer.
     """
 
-    def __init__(self, dim: int, num_heads: int, ffn_dim: int, *, dropout: float = 0.1,
-                 attn_dropout: float = 0.0, ffn_dropout: float = 0.0, activation: str = "relu",
-                 norm: str = "layer", norm_eps: float = 1e-5, pre_norm: bool = False,
-                 drop_path: float = 0.0, bias: bool = True) -> None:
-        super().__init__()
-        residual = dict(norm=norm, norm_eps=norm_eps, pre_norm=pre_norm, dropout=dropout,
-                        drop_path=drop_path)
-        self.self_attn = MultiHeadAttention(dim, num_heads, dropout=attn_dropout, bias=bias)
-        self.self_attn_res = Residual(dim, **residual)
-        self.cross_attn = MultiHeadAttention(dim, num_heads, dropout=attn_dropout, bias=bias)
-        self.cross_attn_res = Residual(dim, **residual)
-        self.ffn = FeedForward(dim, ffn_dim, activation=activation, dropout=ffn_dropout, bias=bias)
-        self.ffn_res = Residual(dim, **residual)
+    def __init__(self, dim: int, num_heads: int, ffn_dim: int, **kwargs) -> None:
+        super().__init__(dim, num_heads, ffn_dim, **kwargs)
+        self.cross_attn = MultiHeadAttention(dim, num_heads, dropout=self.self_attn.dropout,
+                                             bias=self.self_attn.out_proj.bias is not None)
+        self.cross_attn_res = Residual(dim, **self.residual_args)
 
     def forward(self, x: Tensor, memory: Tensor | None, *, self_mask: Tensor | None = None,
                 is_causal: bool = False, memory_mask: Tensor | None = None,

@@ -56,8 +56,8 @@ def _combine(a: Tensor | None, b: Tensor | None) -> Tensor | None:
     return a if b is None else a & b
 
 
-class Encoder(nn.Module):
-    """A stack of EncoderLayers (+ a final norm when pre-norm).
+class _Stack(nn.Module):
+    """Layers applied in order, a final norm for pre-norm stacks, and an optional local window.
 
     Args:
         layers: the layers, applied in order.
@@ -65,7 +65,9 @@ class Encoder(nn.Module):
         window: restricted self-attention half-width (each position sees +-window); None = full.
     """
 
-    def __init__(self, layers: list[EncoderLayer], *, final_norm: nn.Module | None = None,
+    layer_class: type[nn.Module]
+
+    def __init__(self, layers: list[nn.Module], *, final_norm: nn.Module | None = None,
                  window: int | None = None) -> None:
         super().__init__()
         self.layers = nn.ModuleList(layers)
@@ -74,11 +76,20 @@ class Encoder(nn.Module):
 
     @classmethod
     def uniform(cls, num_layers: int, dim: int, num_heads: int, ffn_dim: int, *,
-                window: int | None = None, drop_path: float = 0.0, **layer_kwargs) -> "Encoder":
-        """`num_layers` EncoderLayers with the same arguments (drop path rising per layer)."""
+                window: int | None = None, drop_path: float = 0.0, **layer_kwargs):
+        """`num_layers` layers with the same arguments (drop path rising per layer)."""
         rates = stochastic_depth_rates(num_layers, drop_path)
-        layers = [EncoderLayer(dim, num_heads, ffn_dim, drop_path=r, **layer_kwargs) for r in rates]
+        layers = [cls.layer_class(dim, num_heads, ffn_dim, drop_path=r, **layer_kwargs) for r in rates]
         return cls(layers, final_norm=_final_norm(layer_kwargs, dim), window=window)
+
+    def _finish(self, x: Tensor) -> Tensor:
+        return x if self.final_norm is None else self.final_norm(x)
+
+
+class Encoder(_Stack):
+    """A stack of EncoderLayers (+ a final norm when pre-norm). Arguments as for _Stack."""
+
+    layer_class = EncoderLayer
 
     def forward(self, x: Tensor, *, pad_mask: Tensor | None = None) -> Tensor:
         """x (B, S, D); pad_mask (B, 1, 1, S), True at real tokens -> (B, S, D)."""
@@ -86,32 +97,17 @@ class Encoder(nn.Module):
         mask = _combine(pad_mask, local)
         for layer in self.layers:
             x = layer(x, mask=mask)
-        return x if self.final_norm is None else self.final_norm(x)
+        return self._finish(x)
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """A stack of DecoderLayers with causal self-attention (+ a final norm when pre-norm).
 
     Targets must be right-padded: causality then keeps real positions from seeing padding, so
-    no target padding mask is needed and the fused causal kernel applies.
-
-    Args: as for Encoder.
+    no target padding mask is needed and the fused causal kernel applies. Arguments as for _Stack.
     """
 
-    def __init__(self, layers: list[DecoderLayer], *, final_norm: nn.Module | None = None,
-                 window: int | None = None) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.final_norm = final_norm
-        self.window = window
-
-    @classmethod
-    def uniform(cls, num_layers: int, dim: int, num_heads: int, ffn_dim: int, *,
-                window: int | None = None, drop_path: float = 0.0, **layer_kwargs) -> "Decoder":
-        """`num_layers` DecoderLayers with the same arguments (drop path rising per layer)."""
-        rates = stochastic_depth_rates(num_layers, drop_path)
-        layers = [DecoderLayer(dim, num_heads, ffn_dim, drop_path=r, **layer_kwargs) for r in rates]
-        return cls(layers, final_norm=_final_norm(layer_kwargs, dim), window=window)
+    layer_class = DecoderLayer
 
     def new_cache(self) -> DecoderCache:
         return DecoderCache.empty(len(self.layers))
@@ -129,4 +125,4 @@ class Decoder(nn.Module):
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, self_mask=self_mask, is_causal=is_causal, memory_mask=memory_mask,
                       cache=cache.layers[i] if cache is not None else None)
-        return x if self.final_norm is None else self.final_norm(x)
+        return self._finish(x)

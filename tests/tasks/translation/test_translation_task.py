@@ -1,0 +1,88 @@
+"""The translation task end to end: recipe files, training through the runner, the CLIs."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tasks.translation import evaluate, translate
+from tasks.translation.config import TranslationConfig
+from tasks.translation.task import TranslationTask
+from zoo.config import load_config
+from zoo.train import fit
+
+CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "translation"
+
+
+def test_demo_recipe_equals_the_built_in_default():
+    assert load_config(TranslationConfig, CONFIGS / "demo.yaml") == TranslationConfig()
+
+
+@pytest.mark.parametrize("name", ["demo", "multi30k", "wmt14_base", "wmt14_big"])
+def test_every_recipe_loads(name):
+    cfg = load_config(TranslationConfig, CONFIGS / f"{name}.yaml")
+    assert cfg.model.dim % cfg.model.num_heads == 0
+
+
+def test_paper_recipes_have_the_papers_hyperparameters():
+    base = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml")
+    big = load_config(TranslationConfig, CONFIGS / "wmt14_big.yaml")
+    assert (base.model.num_layers, base.model.dim, base.model.ffn_dim, base.model.num_heads,
+            base.model.dropout) == (6, 512, 2048, 8, 0.1)
+    assert (big.model.dim, big.model.ffn_dim, big.model.num_heads, big.model.dropout) == (1024, 4096, 16, 0.3)
+    for cfg in (base, big):
+        assert (cfg.optim.betas, cfg.optim.eps, cfg.schedule.warmup_steps) == ([0.9, 0.98], 1e-9, 4000)
+        assert cfg.label_smoothing == 0.1 and cfg.decode.beam_size == 4 and cfg.decode.alpha == 0.6
+        # the peak of lr = d^-0.5 min(step^-0.5, step warmup^-1.5) is d^-0.5 warmup^-0.5
+        assert cfg.optim.lr == pytest.approx(cfg.model.dim ** -0.5 * 4000 ** -0.5, rel=1e-5)
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """A tiny model trained through the runner on the built-in synthetic corpus."""
+    out = tmp_path_factory.mktemp("translation")
+    cfg = load_config(TranslationConfig, None, [
+        f"train.out_dir={out}", "train.max_steps=250", "train.eval_every=0", "train.progress=false",
+        "train.tensorboard=false", "train.threads=2", "train.log_every=50",
+        "data.synthetic_train=4000", "data.synthetic_valid=100", "data.synthetic_test=100",
+        "data.vocab_size=600", "data.max_tokens=1500",
+        "model.dim=64", "model.ffn_dim=256", "model.dropout=0.0",
+        "optim.lr=3e-3", "schedule.name=cosine", "schedule.warmup_steps=50"])
+    task = TranslationTask(cfg)
+    result = fit(cfg, task)
+    return out, task, result
+
+
+def test_tiny_model_learns_the_synthetic_corpus(trained_run):
+    _, task, result = trained_run
+    assert result.metrics["bleu"] >= 25.0, result.metrics
+    test = task.evaluate(result.model, "test", beam_size=4)
+    assert test["bleu"] >= 25.0, test
+
+
+def test_evaluate_cli_scores_the_test_split(trained_run, capsys):
+    out, _, _ = trained_run
+    result = evaluate.main([str(out), "--checkpoint", "last", "--beam-size", "2"])
+    assert result["sentences"] == 100 and result["bleu"] > 20.0
+    assert "BLEU|nrefs:1" in capsys.readouterr().out  # sacreBLEU's signature is printed
+
+
+def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
+    out, task, _ = trained_run
+    sources = task.data.test.sources[:3]
+    png = tmp_path / "attention.png"
+    proc = subprocess.run([sys.executable, "-m", "tasks.translation.translate", str(out),
+                           "--checkpoint", "last", "--plot-attention", str(png)],
+                          input="\n".join(sources) + "\n", capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3 and all(lines)
+    assert png.stat().st_size > 10_000
+
+
+def test_translate_cli_names_a_missing_run_directory(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        translate.main([str(tmp_path / "nope")])
+    assert exit_info.value.code == 2
+    assert "nope" in capsys.readouterr().err
