@@ -170,3 +170,29 @@ def test_avg_pool_without_class_token_and_bad_arguments() -> None:
     with pytest.raises(ValueError, match="divide"):
         ViT(image_size=15, patch_size=4, in_chans=3, num_classes=5, dim=32, depth=1,
             num_heads=2, ffn_dim=64)
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".pth"])
+def test_pretrained_from_a_local_timm_checkpoint_file(tmp_path, suffix: str) -> None:
+    from safetensors.torch import save_file
+
+    from tasks.vit.convert import load_pretrained
+
+    timm_model = _small_timm()
+    path = tmp_path / f"vit{suffix}"
+    state = {k: v.contiguous() for k, v in timm_model.state_dict().items()}
+    if suffix == ".safetensors":
+        save_file(state, str(path))
+    else:
+        torch.save({"model": state}, path)  # timm's training checkpoints nest the weights
+    model = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=10, dim=48, depth=3,
+                num_heads=3, ffn_dim=192, mean=(0.5, 0.4, 0.3), std=(0.2, 0.25, 0.3)).eval()
+    assert load_pretrained(model, str(path)) == []
+    images = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        assert torch.allclose(model(images), _timm_logits(timm_model, images), atol=1e-5, rtol=0)
+    fine_tune = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=7, dim=48, depth=3,
+                    num_heads=3, ffn_dim=192)
+    assert load_pretrained(fine_tune, str(path)) == ["head.weight", "head.bias"]
+    with pytest.raises(UserError, match="not found"):
+        load_pretrained(model, str(tmp_path / "missing.safetensors"))
