@@ -89,15 +89,19 @@ def from_yaml(schema: type[T], text: str) -> T:
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), OmegaConf.create(text)))
 
 
-def describe(schema: type, prefix: str = "") -> list[str]:
-    """One line per leaf option: dotted key, type, default and the field's `help` metadata."""
+def describe(schema: type, prefix: str = "", instance: Any = None) -> list[str]:
+    """One line per leaf option: dotted key, type, default and the field's `help` metadata.
+
+    Defaults are read from `instance` (a fresh `schema()` if None), so a section whose parent
+    overrides its defaults (a task's `train` section) shows the task's values.
+    """
     lines = []
-    instance = schema()
+    instance = schema() if instance is None else instance
     for f in dataclasses.fields(schema):
         value = getattr(instance, f.name)
         key = f"{prefix}{f.name}"
         if dataclasses.is_dataclass(value):
-            lines.extend(describe(type(value), key + "."))
+            lines.extend(describe(type(value), key + ".", value))
             continue
         type_name = getattr(f.type, "__name__", str(f.type))
         help_text = f.metadata.get("help", "")
