@@ -110,6 +110,13 @@ def test_cifar_recipes_build() -> None:
     assert small.model.image_size // small.model.patch_size == 8
 
 
+def test_help_shows_the_vit_defaults(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        train_cli.main(["--help"])
+    text = capsys.readouterr().out
+    assert "--train.out_dir='runs/vit_digits'" in text and "--model.pool='avg'" in text
+
+
 def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     run = tmp_path / "run"
     train_cli.main([f"--train.out_dir={run}", "--train.max_steps=3", "--train.progress=false",
