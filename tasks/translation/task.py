@@ -17,6 +17,7 @@ from tasks.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from zoo.data.batching import token_batches
 from zoo.decode import beam_search, greedy_search
 from zoo.train import StepOutput, label_smoothed_cross_entropy
+from zoo.train.distributed import init_distributed, main_process_first
 
 
 def decode_ids(model: nn.Module, src: torch.Tensor, decode: DecodeConfig, beam_size: int) -> list[list[int]]:
@@ -76,7 +77,9 @@ class TranslationTask:
 
     def __init__(self, cfg: TranslationConfig) -> None:
         self.cfg = cfg
-        self.data = TranslationData(cfg.data, cfg.train.out_dir, seed=cfg.train.seed)
+        env = init_distributed(cfg.train.device)
+        with main_process_first(env):  # one rank trains the tokenizer, the others load it
+            self.data = TranslationData(cfg.data, cfg.train.out_dir, seed=cfg.train.seed)
 
     def build_model(self) -> nn.Module:
         return build_model(self.cfg.model, self.data.tokenizer.vocab_size, PAD_ID)

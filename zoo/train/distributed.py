@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 import torch.distributed as dist
@@ -69,3 +71,14 @@ def all_gather_objects(obj: object, env: DistEnv) -> list:
 def barrier(env: DistEnv) -> None:
     if env.enabled:
         dist.barrier()
+
+
+@contextlib.contextmanager
+def main_process_first(env: DistEnv) -> Iterator[None]:
+    """Let rank 0 run the block first (e.g. train a tokenizer into the run directory), then the
+    other ranks (which then find its output instead of redoing the work)."""
+    if not env.is_main:
+        barrier(env)
+    yield
+    if env.is_main:
+        barrier(env)

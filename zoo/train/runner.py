@@ -120,6 +120,7 @@ class Runner:
         path, state = found
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self._check_optimizer_state(path)
         self.scheduler.load_state_dict(state["scheduler"])
         if self.ema is not None and "ema" in state:
             self.ema.load_state_dict(state["ema"])
@@ -134,6 +135,17 @@ class Runner:
                         "differ from an uninterrupted run", len(rngs), self.env.world_size)
         self._print(f"resumed from {path} at step {self.step} "
                     f"(epoch {self.position.epoch}, batch {self.position.batch})")
+
+    def _check_optimizer_state(self, path: Path) -> None:
+        """Optimizer state is stored by parameter position, not name: a model whose parameters
+        were reordered would load it silently and fail deep inside the first step."""
+        for group in self.optimizer.param_groups:
+            for param in group["params"]:
+                for key, value in self.optimizer.state.get(param, {}).items():
+                    if isinstance(value, torch.Tensor) and value.ndim and value.shape != param.shape:
+                        raise UserError(f"{path}: optimizer state '{key}' has shape {tuple(value.shape)} "
+                                        f"where this model has a parameter of {tuple(param.shape)}: "
+                                        "the checkpoint comes from a different model definition")
 
     def _print(self, text: str) -> None:
         if self.env.is_main:

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from tasks.reverse.task import ReverseTask, make_batch
+from zoo.config import UserError
 from zoo.train import OptimConfig, ScheduleConfig, StepOutput, TrainingDiverged, fit
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
 from zoo.train.metrics_log import read_metrics
@@ -131,3 +132,20 @@ def test_ema_is_evaluated_and_checkpointed(tiny_cfg):
     assert any(not torch.equal(state["model"][k], ema[k]) for k in ema)
     returned = result.model.state_dict()
     assert all(torch.equal(returned[k], ema[k]) for k in ema)  # evaluation used the EMA
+
+
+def test_resume_refuses_optimizer_state_of_another_model(tiny_cfg):
+    """Optimizer state is positional: a reordered model must fail at resume, not deep in step()."""
+    fit(tiny_cfg, ReverseTask(tiny_cfg))
+    tiny_cfg.optim = OptimConfig(name="adam", lr=1e-3)
+    tiny_cfg.train.max_steps = 6
+    path = step_checkpoints(Path(tiny_cfg.train.out_dir) / "checkpoints")[-1]
+    state = load_checkpoint(path)
+    model = ReverseTask(tiny_cfg).build_model()
+    shapes = [p.shape for p in model.parameters()]
+    first, other = 0, next(i for i, s in enumerate(shapes) if s != shapes[0])
+    state["optimizer"]["state"] = {first: {"step": torch.tensor(1.0), "exp_avg": torch.zeros(shapes[other]),
+                                           "exp_avg_sq": torch.zeros(shapes[other])}}
+    torch.save(state, path)
+    with pytest.raises(UserError, match="different model definition"):
+        fit(tiny_cfg, ReverseTask(tiny_cfg))
