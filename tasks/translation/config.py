@@ -72,8 +72,8 @@ def _demo_model() -> ModelConfig:
 
 
 def _demo_train() -> TrainConfig:
-    return TrainConfig(out_dir="runs/translation-demo", max_steps=1200, log_every=50,
-                       eval_every=400, save_every=400, clip_norm=1.0, best_metric="bleu")
+    return TrainConfig(out_dir="runs/translation-demo", max_steps=600, log_every=50,
+                       eval_every=200, save_every=200, clip_norm=1.0, best_metric="bleu")
 
 
 @dataclass

@@ -204,10 +204,8 @@ class Runner:
             return None
         if units <= 0:
             raise UserError(f"step {self.step + 1}: the batches hold no {self.unit_name} to train on")
-        scale = self.env.world_size / units
-        for p in self.model.parameters():
-            if p.grad is not None:
-                p.grad.mul_(scale)
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        torch._foreach_mul_(grads, self.env.world_size / units)
         grad_norm = (torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.clip_norm).item()
                      if self.tc.clip_norm > 0 else None)
         self.optimizer.step()
