@@ -66,7 +66,7 @@ def test_evaluate_cli_scores_the_test_split(trained_run, capsys):
     out, _, _ = trained_run
     result = evaluate.main([str(out), "--checkpoint", "last", "--beam-size", "2"])
     assert result["sentences"] == 100 and result["bleu"] >= 15.0
-    assert "BLEU|nrefs:1" in capsys.readouterr().out  # sacreBLEU's signature is printed
+    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in capsys.readouterr().out  # the signature
 
 
 def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
