@@ -53,11 +53,15 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     dtype = torch.float32 if args.dtype == "fp32" else torch.bfloat16
     rows = run(args.device, dtype, args.repeats)
     meta = {"hardware": hardware(), "torch": torch.__version__, "dtype": args.dtype,
-            "command": f"python -m bench.attention_speed --device {args.device} --dtype {args.dtype}"}
+            "command": f"python -m bench.attention_speed --device {args.device} --dtype {args.dtype} "
+                          f"--repeats {args.repeats} --threads {args.threads}"}
     RESULTS.mkdir(exist_ok=True)
     tag = f"{args.device}_{args.dtype}"
     (RESULTS / f"attention_speed_{tag}.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")

@@ -62,7 +62,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     cfg = ReverseConfig()
     cfg.data.batches_per_epoch = 10 * args.steps
     cfg.data.valid_size = 64
@@ -76,7 +79,8 @@ def main() -> None:
     median = {name: sorted(v)[len(v) // 2] for name, v in slopes.items()}
     overhead = median["runner"] / median["bare"] - 1
     result = {"hardware": hardware(), "torch": torch.__version__,
-              "command": f"python -m bench.runner_overhead --steps {args.steps} --repeats {args.repeats}",
+              "command": f"python -m bench.runner_overhead --steps {args.steps} --repeats {args.repeats} "
+                         f"--threads {args.threads}",
               "runner_ms_per_step": 1e3 * median["runner"], "bare_ms_per_step": 1e3 * median["bare"],
               "overhead": overhead, "samples_ms": {k: [1e3 * x for x in v] for k, v in slopes.items()}}
     print(f"runner {result['runner_ms_per_step']:.2f} ms/step, bare loop "

@@ -179,7 +179,8 @@ class Runner:
         the gradient of one batch holding every micro-batch of every rank.
         """
         k = self.tc.grad_accum
-        totals: dict[str, torch.Tensor] = {}
+        keys: list[str] = []
+        totals: torch.Tensor | None = None
         for i in range(k):
             batch = move_to(next(batches), self.env.device)
             sync = self.env.enabled and i < k - 1
@@ -187,13 +188,10 @@ class Runner:
                 with self._autocast():
                     out: StepOutput = self.task.train_step(self.train_model, batch)
                 out.loss.backward()
-            self._add(totals, "loss", out.loss.detach())
-            self._add(totals, "units", out.units)
-            for key, value in out.metrics.items():
-                self._add(totals, key, value)
-        keys = sorted(totals)
-        reduced = all_reduce_sum(torch.stack([totals[key] for key in keys]), self.env).tolist()
-        sums = dict(zip(keys, reduced))
+            keys = ["loss", "units", *out.metrics]
+            values = self._stack([out.loss.detach(), out.units, *out.metrics.values()])
+            totals = values if totals is None else totals + values
+        sums = dict(zip(keys, all_reduce_sum(totals, self.env).tolist()))
         units = sums.pop("units")
         if not math.isfinite(sums["loss"]):
             self.optimizer.zero_grad(set_to_none=True)
@@ -219,9 +217,10 @@ class Runner:
             result["grad_norm"] = grad_norm
         return result
 
-    def _add(self, totals: dict[str, torch.Tensor], key: str, value: float | torch.Tensor) -> None:
-        value = torch.as_tensor(value).detach().to(self.env.device, torch.float64)
-        totals[key] = totals[key] + value if key in totals else value
+    def _stack(self, values: list[float | torch.Tensor]) -> torch.Tensor:
+        """One float64 vector of a micro-batch's sums: one all-reduce and one sync per step."""
+        return torch.stack([torch.as_tensor(v).detach().to(self.env.device, torch.float64)
+                            for v in values])
 
     # ----- evaluation and checkpoints -----------------------------------------------------
     def eval_model(self) -> nn.Module:
