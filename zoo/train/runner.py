@@ -90,6 +90,7 @@ class Runner:
 
         seed_everything(self.tc.seed)  # same initial weights on every rank
         self.model = task.build_model().to(self.env.device)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(self.model, cfg.optim)
         self.scheduler = build_schedule(self.optimizer, cfg.schedule, self.tc.max_steps)
         self.ema = (AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(self.tc.ema_decay),
@@ -174,11 +175,15 @@ class Runner:
     def _train_step(self, batches: Iterator[Any]) -> dict[str, float] | None:
         """Accumulate `grad_accum` micro-batches, normalise by their total units, step.
 
-        Gradients of summed losses are scaled by world_size / total units after backward: DDP
-        averages over ranks, so the result is exactly d(sum of losses)/d(theta) / total units,
-        the gradient of one batch holding every micro-batch of every rank.
+        With several micro-batches or ranks, gradients of summed losses are scaled by
+        world_size / total units after backward: DDP averages over ranks, so the result is
+        exactly d(sum of losses)/d(theta) / total units, the gradient of one batch holding every
+        micro-batch of every rank.
         """
         k = self.tc.grad_accum
+        # One micro-batch on one process knows its units before backward: divide the loss, not
+        # every gradient afterwards.
+        single = k == 1 and not self.env.enabled
         keys: list[str] = []
         totals: torch.Tensor | None = None
         for i in range(k):
@@ -187,12 +192,14 @@ class Runner:
             with self.train_model.no_sync() if sync else contextlib.nullcontext():
                 with self._autocast():
                     out: StepOutput = self.task.train_step(self.train_model, batch)
-                out.loss.backward()
+                (out.loss / out.units if single else out.loss).backward()
             keys = ["loss", "units", *out.metrics]
             values = self._stack([out.loss.detach(), out.units, *out.metrics.values()])
             totals = values if totals is None else totals + values
         sums = dict(zip(keys, all_reduce_sum(totals, self.env).tolist()))
         units = sums.pop("units")
+        if units <= 0:
+            raise UserError(f"step {self.step + 1}: the batches hold no {self.unit_name} to train on")
         if not math.isfinite(sums["loss"]):
             self.optimizer.zero_grad(set_to_none=True)
             message = f"loss is {sums['loss']} at step {self.step + 1}"
@@ -200,11 +207,10 @@ class Runner:
                 raise TrainingDiverged(message + " (set train.nan_policy=skip to skip such steps)")
             self._print(message + ": step skipped")
             return None
-        if units <= 0:
-            raise UserError(f"step {self.step + 1}: the batches hold no {self.unit_name} to train on")
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        torch._foreach_mul_(grads, self.env.world_size / units)
-        grad_norm = (torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.clip_norm).item()
+        if not single:
+            grads = [p.grad for p in self.params if p.grad is not None]
+            torch._foreach_mul_(grads, self.env.world_size / units)
+        grad_norm = (torch.nn.utils.clip_grad_norm_(self.params, self.tc.clip_norm).item()
                      if self.tc.clip_norm > 0 else None)
         self.optimizer.step()
         self.scheduler.step()
