@@ -7,9 +7,9 @@ Data is never stored in the repository. Every task finds it through one setting:
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from zoo.atomic import atomic_open
 from zoo.config import UserError
 
 ENV_VAR = "ZOO_DATA_DIR"
@@ -49,15 +49,8 @@ def require(path: Path, what: str) -> Path:
 
 
 def write_atomic(path: Path, data: bytes) -> Path:
-    """Write `data` to `path` through a temporary file and a rename, so readers (and other
-    ranks writing the same file) never see it half written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `data` to `path` atomically (see zoo.atomic), so readers and other ranks writing
+    the same file never see it half written."""
+    with atomic_open(path) as f:
+        f.write(data)
     return path

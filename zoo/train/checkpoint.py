@@ -10,7 +10,6 @@ refuses any pickled object that could run code.
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import re
 import zipfile
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from zoo.atomic import atomic_open
 from zoo.config import UserError
 
 log = logging.getLogger(__name__)
@@ -27,23 +27,9 @@ STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 
 
 def save_atomic(obj: Any, path: Path) -> None:
-    """torch.save to `path` via a temporary file in the same directory and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+    """torch.save to `path` through a temporary file and an atomic rename (zoo.atomic)."""
+    with atomic_open(path) as f:
+        torch.save(obj, f)
 
 
 def load_checkpoint(path: str | Path) -> dict:
