@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
 from bench.timing import hardware, interleaved_medians
-from tasks.translation.model import ModelConfig, build_model
+from zoo.models import ModelConfig, build_model
 from zoo.decode import beam_search
 
 RESULTS = Path(__file__).parent / "results"
@@ -60,9 +60,9 @@ BEAM = 4
 
 
 def build_ours(p: Preset) -> torch.nn.Module:
-    cfg = ModelConfig(num_layers=p.layers, decoder_layers=p.layers, dim=p.dim, ffn_dim=p.ffn_dim,
+    cfg = ModelConfig(encoder_layers=p.layers, decoder_layers=p.layers, dim=p.dim, ffn_dim=p.ffn_dim,
                       num_heads=p.heads, dropout=0.1, max_len=256)
-    return build_model(cfg, p.vocab, PAD)
+    return build_model(cfg, p.vocab, p.vocab, PAD)
 
 
 def build_marian(p: Preset) -> MarianMTModel:

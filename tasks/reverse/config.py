@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tasks.translation.model import ModelConfig
+from zoo.models import ModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
 
@@ -18,7 +18,7 @@ class ReverseDataConfig:
 
 
 def _tiny_model() -> ModelConfig:
-    return ModelConfig(num_layers=2, decoder_layers=2, dim=64, ffn_dim=128, num_heads=4,
+    return ModelConfig(encoder_layers=2, decoder_layers=2, dim=64, ffn_dim=128, num_heads=4,
                        dropout=0.0, max_len=64)
 
 

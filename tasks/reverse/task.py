@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from tasks.reverse.config import ReverseConfig
-from tasks.translation.model import build_model
+from zoo.models import build_model
 from zoo.train import StepOutput, label_smoothed_cross_entropy
 
 PAD, BOS, EOS = 0, 1, 2
@@ -50,7 +50,7 @@ class ReverseTask:
         self.valid = make_batch(cfg.data.valid_size, cfg, valid_gen)
 
     def build_model(self) -> nn.Module:
-        return build_model(self.cfg.model, self.vocab_size, PAD)
+        return build_model(self.cfg.model, self.vocab_size, self.vocab_size, PAD)
 
     def train_batches(self, epoch: int, *, start: int = 0, rank: int = 0,
                       world_size: int = 1) -> Iterator[Batch]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tasks.translation.model import ModelConfig
+from zoo.models import ModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
 
@@ -67,7 +67,7 @@ class DecodeConfig:
 
 
 def _demo_model() -> ModelConfig:
-    return ModelConfig(num_layers=2, decoder_layers=2, dim=128, ffn_dim=512, num_heads=4,
+    return ModelConfig(encoder_layers=2, decoder_layers=2, dim=128, ffn_dim=512, num_heads=4,
                        dropout=0.1, max_len=256)
 
 

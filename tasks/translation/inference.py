@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from tasks.translation.config import TranslationConfig
-from tasks.translation.model import build_model
+from zoo.models import build_model
 from tasks.translation.tokenizer import PAD_ID, Tokenizer
 from zoo.config import UserError, from_yaml
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
@@ -56,6 +56,6 @@ def load_trained(run_dir: str | Path, which: str = "best", device: str = "cpu") 
         raise UserError(f"{path}: lacks the 'config' or 'model' entry of a zoo checkpoint")
     cfg = from_yaml(TranslationConfig, state["config"])
     tokenizer = Tokenizer(run_dir / "spm.model")
-    model = build_model(cfg.model, tokenizer.vocab_size, PAD_ID)
+    model = build_model(cfg.model, tokenizer.vocab_size, tokenizer.vocab_size, PAD_ID)
     model.load_state_dict(state["model"])
     return Loaded(model.to(torch.device(device)).eval(), cfg, tokenizer, path)

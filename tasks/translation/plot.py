@@ -33,7 +33,7 @@ def cross_attention_weights(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor) 
     """(layers, heads, T, S) cross-attention weights of one teacher-forced decode.
 
     Args:
-        model: a Transformer (tasks.translation.model) in eval mode.
+        model: a Transformer (zoo.models.encoder_decoder) in eval mode.
         src_ids: (S,) source ids.
         hyp_ids: (T,) decoder input: BOS followed by the hypothesis.
     """

@@ -12,7 +12,7 @@ from torch import nn
 
 from tasks.translation.config import DecodeConfig, TranslationConfig
 from tasks.translation.data import Batch, EncodedSplit, TranslationData
-from tasks.translation.model import build_model
+from zoo.models import build_model
 from tasks.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from zoo.data.batching import token_batches
 from zoo.decode import beam_search, greedy_search
@@ -82,7 +82,7 @@ class TranslationTask:
             self.data = TranslationData(cfg.data, cfg.train.out_dir, seed=cfg.train.seed)
 
     def build_model(self) -> nn.Module:
-        return build_model(self.cfg.model, self.data.tokenizer.vocab_size, PAD_ID)
+        return build_model(self.cfg.model, self.data.tokenizer.vocab_size, self.data.tokenizer.vocab_size, PAD_ID)
 
     def train_batches(self, epoch: int, *, start: int = 0, rank: int = 0,
                       world_size: int = 1) -> Iterator[Batch]:

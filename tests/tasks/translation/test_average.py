@@ -2,16 +2,16 @@ import pytest
 import torch
 
 from tasks.translation.average import main
-from tasks.translation.model import ModelConfig, build_model
+from zoo.models import ModelConfig, build_model
 
-CFG = ModelConfig(num_layers=1, decoder_layers=1, dim=16, ffn_dim=32, num_heads=2, max_len=16)
+CFG = ModelConfig(encoder_layers=1, decoder_layers=1, dim=16, ffn_dim=32, num_heads=2, max_len=16)
 
 
 def write_run(run_dir, steps: list[int]) -> list[dict]:
     states = []
     for step in steps:
         torch.manual_seed(step)
-        model = build_model(CFG, 11, 0)
+        model = build_model(CFG, 11, 11, 0)
         states.append(model.state_dict())
         (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
         torch.save({"model": model.state_dict(), "optimizer": {"state": {}}, "step": step,
@@ -27,7 +27,7 @@ def test_cli_averages_the_newest_checkpoints(tmp_path, capsys):
     assert out["averaged_from"] == ["step_00000200.pt", "step_00000300.pt", "step_00000400.pt"]
     for key, value in out["model"].items():
         torch.testing.assert_close(value, sum(s[key] for s in states[1:]) / 3)
-    build_model(CFG, 11, 0).load_state_dict(out["model"])  # loads back into the model
+    build_model(CFG, 11, 11, 0).load_state_dict(out["model"])  # loads back into the model
     assert "averaged 3 checkpoints" in capsys.readouterr().out
 
 

@@ -2,7 +2,7 @@ import matplotlib.image
 import pytest
 import torch
 
-from tasks.translation.model import ModelConfig, build_model
+from zoo.models import ModelConfig, build_model
 from tasks.translation.plot import DPI, figure_size, plot_cross_attention
 
 BOS = 2
@@ -10,9 +10,9 @@ BOS = 2
 
 def tiny(layers: int, heads: int) -> torch.nn.Module:
     torch.manual_seed(0)
-    cfg = ModelConfig(num_layers=1, decoder_layers=layers, dim=16, ffn_dim=32, num_heads=heads,
+    cfg = ModelConfig(encoder_layers=1, decoder_layers=layers, dim=16, ffn_dim=32, num_heads=heads,
                       dropout=0.0, max_len=32)
-    return build_model(cfg, 12, 0).eval()
+    return build_model(cfg, 12, 12, 0).eval()
 
 
 @pytest.mark.parametrize("layers, heads", [(2, 4), (1, 2)])

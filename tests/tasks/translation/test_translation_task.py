@@ -28,7 +28,7 @@ def test_every_recipe_loads(name):
 def test_paper_recipes_have_the_papers_hyperparameters():
     base = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml")
     big = load_config(TranslationConfig, CONFIGS / "wmt14_big.yaml")
-    assert (base.model.num_layers, base.model.dim, base.model.ffn_dim, base.model.num_heads,
+    assert (base.model.encoder_layers, base.model.dim, base.model.ffn_dim, base.model.num_heads,
             base.model.dropout) == (6, 512, 2048, 8, 0.1)
     assert (big.model.dim, big.model.ffn_dim, big.model.num_heads, big.model.dropout) == (1024, 4096, 16, 0.3)
     for cfg in (base, big):

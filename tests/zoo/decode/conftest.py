@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tasks.translation.model import ModelConfig, build_model
+from zoo.models import ModelConfig, build_model
 
 PAD, BOS, EOS = 0, 2, 3  # the tokenizer's ids (unk = 1)
 
 
 def tiny_model(vocab: int, seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
-    cfg = ModelConfig(num_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4,
+    cfg = ModelConfig(encoder_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4,
                       dropout=0.0, max_len=128)
-    return build_model(cfg, vocab, PAD).eval()
+    return build_model(cfg, vocab, vocab, PAD).eval()
 
 
 @pytest.fixture

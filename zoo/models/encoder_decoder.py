@@ -1,6 +1,6 @@
 """The paper's encoder-decoder Transformer, assembled from zoo.blocks.
 
-Shape key: B batch, S source length, T target length, D model dim, V vocabulary size.
+Shape key: B batch, S source length, T target length, D model dim, V target vocabulary size.
 
 `build_model` is the only place where the config turns into modules; `Transformer` just wires
 the parts together and exposes the three calls that training (`forward`) and the decoders in
@@ -15,11 +15,12 @@ from torch import Tensor, nn
 
 from zoo.blocks import (Decoder, DecoderCache, Encoder, SequenceEmbedding, TokenEmbedding,
                         init_transformer_, padding_mask)
+from zoo.config import UserError
 
 
 @dataclass
 class ModelConfig:
-    num_layers: int = field(default=6, metadata={"help": "encoder layers (the paper's N)"})
+    encoder_layers: int = field(default=6, metadata={"help": "encoder layers (the paper's N)"})
     decoder_layers: int = field(default=6, metadata={"help": "decoder layers"})
     dim: int = field(default=512, metadata={"help": "model width d_model"})
     ffn_dim: int = field(default=2048, metadata={"help": "feed-forward hidden width d_ff"})
@@ -31,9 +32,11 @@ class ModelConfig:
     norm: str = field(default="layer", metadata={"help": "normalisation: layer | rms"})
     pre_norm: bool = field(default=False, metadata={"help": "pre-norm residuals (the paper: post-norm)"})
     positions: str = field(default="sinusoidal", metadata={"help": "position encodings: sinusoidal | learned"})
-    max_len: int = field(default=1024, metadata={"help": "longest source or target sequence (position table size)"})
+    max_len: int = field(default=1024, metadata={
+        "help": "longest source or target sequence (position table size; decoding stops before it)"})
     share_embeddings: bool = field(default=True, metadata={
-        "help": "one matrix for source and target embeddings and the output projection (the paper; needs a joint vocabulary)"})
+        "help": "one matrix for source and target embeddings and the output projection (the paper; "
+                "needs one joint vocabulary, so equal source and target sizes)"})
     window: int | None = field(default=None, metadata={
         "help": "restricted self-attention: each position sees +-window positions (None = full attention)"})
 
@@ -51,15 +54,17 @@ class Transformer(nn.Module):
         decoder: the decoder stack.
         output: the pre-softmax projection D -> V (its weight may be tied to the embeddings).
         pad_idx: padding id of the source vocabulary.
+        max_len: positions the embeddings cover; decoders stop before the target runs past it.
     """
 
     def __init__(self, src_embed: SequenceEmbedding, tgt_embed: SequenceEmbedding, encoder: Encoder,
-                 decoder: Decoder, output: nn.Linear, *, pad_idx: int) -> None:
+                 decoder: Decoder, output: nn.Linear, *, pad_idx: int, max_len: int) -> None:
         super().__init__()
         self.src_embed, self.tgt_embed = src_embed, tgt_embed
         self.encoder, self.decoder = encoder, decoder
         self.output = output
         self.pad_idx = pad_idx
+        self.max_len = max_len
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """src (B, S) -> memory (B, S, D) and memory_mask (B, 1, 1, S), True at real tokens."""
@@ -87,7 +92,7 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, memory, memory_mask)
 
 
-def build_model(cfg: ModelConfig, vocab_size: int, pad_idx: int) -> Transformer:
+def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_idx: int) -> Transformer:
     """The Transformer described by `cfg`, freshly initialised as in the paper (tensor2tensor).
 
     Linear layers are Xavier-uniform; embeddings (and an untied output projection) are
@@ -95,10 +100,17 @@ def build_model(cfg: ModelConfig, vocab_size: int, pad_idx: int) -> Transformer:
 
     Args:
         cfg: the model section of the recipe.
-        vocab_size: V; with `share_embeddings`, the joint source-target vocabulary.
-        pad_idx: padding id (its embedding row is zero and gets no gradient).
+        src_vocab_size: source vocabulary size.
+        tgt_vocab_size: target vocabulary size V (the output projection's width); with
+            `share_embeddings` both sizes name one joint vocabulary and must be equal.
+        pad_idx: padding id of both vocabularies (its embedding rows are zero and get no gradient).
     """
-    def embedding(tokens: TokenEmbedding | None) -> SequenceEmbedding:
+    if cfg.share_embeddings and src_vocab_size != tgt_vocab_size:
+        raise UserError(f"model.share_embeddings=true needs one joint vocabulary, but the source "
+                        f"has {src_vocab_size} ids and the target {tgt_vocab_size}; set "
+                        f"model.share_embeddings=false")
+
+    def embedding(vocab_size: int, tokens: TokenEmbedding | None) -> SequenceEmbedding:
         return SequenceEmbedding(vocab_size, cfg.dim, max_len=cfg.max_len, padding_idx=pad_idx,
                                  positions=cfg.positions, dropout=cfg.dropout,
                                  token_embedding=tokens)
@@ -106,17 +118,18 @@ def build_model(cfg: ModelConfig, vocab_size: int, pad_idx: int) -> Transformer:
     layer_kwargs = dict(dropout=cfg.dropout, attn_dropout=cfg.attn_dropout,
                         ffn_dropout=cfg.ffn_dropout, activation=cfg.activation, norm=cfg.norm,
                         pre_norm=cfg.pre_norm, window=cfg.window)
-    src_embed = embedding(None)
-    tgt_embed = embedding(src_embed.tokens if cfg.share_embeddings else None)
-    encoder = Encoder.uniform(cfg.num_layers, cfg.dim, cfg.num_heads, cfg.ffn_dim, **layer_kwargs)
+    src_embed = embedding(src_vocab_size, None)
+    tgt_embed = embedding(tgt_vocab_size, src_embed.tokens if cfg.share_embeddings else None)
+    encoder = Encoder.uniform(cfg.encoder_layers, cfg.dim, cfg.num_heads, cfg.ffn_dim, **layer_kwargs)
     decoder = Decoder.uniform(cfg.decoder_layers, cfg.dim, cfg.num_heads, cfg.ffn_dim, **layer_kwargs)
     # Only the stacks: over the whole model the Xavier rule would also hit the tied output
     # projection and with it the embeddings, which keep TokenEmbedding's N(0, D^-1/2).
     init_transformer_(encoder)
     init_transformer_(decoder)
-    output = nn.Linear(cfg.dim, vocab_size, bias=False)
+    output = nn.Linear(cfg.dim, tgt_vocab_size, bias=False)
     if cfg.share_embeddings:
         output.weight = tgt_embed.tokens.weight
     else:
         nn.init.normal_(output.weight, mean=0.0, std=cfg.dim ** -0.5)
-    return Transformer(src_embed, tgt_embed, encoder, decoder, output, pad_idx=pad_idx)
+    return Transformer(src_embed, tgt_embed, encoder, decoder, output, pad_idx=pad_idx,
+                       max_len=cfg.max_len)

@@ -3,17 +3,18 @@ import dataclasses
 import pytest
 import torch
 
-from tasks.translation.model import ModelConfig, build_model
+from zoo.config import UserError
+from zoo.models import ModelConfig, build_model
 
 PAD = 0
 VOCAB = 23
-TINY = ModelConfig(num_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4, dropout=0.0,
+TINY = ModelConfig(encoder_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4, dropout=0.0,
                    max_len=64)
 
 
 def tiny(**changes) -> torch.nn.Module:
     torch.manual_seed(0)
-    return build_model(dataclasses.replace(TINY, **changes), VOCAB, PAD).eval()
+    return build_model(dataclasses.replace(TINY, **changes), VOCAB, VOCAB, PAD).eval()
 
 
 def random_batch(b: int = 3, s: int = 7, t: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
@@ -26,7 +27,7 @@ def expected_params(cfg: ModelConfig, vocab: int) -> int:
     2 D; embeddings V D once when shared three ways, else three matrices."""
     d, f = cfg.dim, cfg.ffn_dim
     attn, ffn, norm = 4 * (d * d + d), 2 * d * f + f + d, 2 * d
-    encoder = cfg.num_layers * (attn + ffn + 2 * norm)
+    encoder = cfg.encoder_layers * (attn + ffn + 2 * norm)
     decoder = cfg.decoder_layers * (2 * attn + ffn + 3 * norm)
     final_norms = 2 * norm if cfg.pre_norm else 0
     embeddings = vocab * d * (1 if cfg.share_embeddings else 3)
@@ -44,7 +45,7 @@ def count(model: torch.nn.Module) -> int:
 ])
 def test_parameter_count_matches_paper_formula(preset, paper_millions):
     with torch.device("meta"):  # shapes only: no memory, no initialisation cost
-        model = build_model(preset, 37000, PAD)
+        model = build_model(preset, 37000, 37000, PAD)
     n = count(model)
     assert n == expected_params(preset, 37000)
     # base comes to 63.1M, 2.9% under the paper's rounded "65M"; big to 214.2M (+0.6%).
@@ -83,7 +84,7 @@ def test_three_way_sharing_is_one_parameter():
 
 def test_embeddings_keep_their_init_when_tied():
     # init_transformer_'s Xavier rule must not reach the tied matrix: N(0, D^-1/2) stays.
-    model = build_model(dataclasses.replace(TINY, dim=64), 4000, PAD)
+    model = build_model(dataclasses.replace(TINY, dim=64), 4000, 4000, PAD)
     weight = model.output.weight[1:]
     assert abs(weight.std().item() * 64 ** 0.5 - 1) < 0.05
     assert model.output.weight[PAD].abs().sum() == 0
@@ -122,3 +123,22 @@ def test_future_targets_do_not_change_earlier_logits():
     changed[:, 3:] = 4
     with torch.no_grad():
         torch.testing.assert_close(model(src, changed)[:, :3], model(src, tgt)[:, :3])
+
+
+def test_separate_vocabularies():
+    """The parser's case: source words and target symbols come from vocabularies of different
+    sizes, so the embeddings are three matrices and the logits have the target's width."""
+    cfg = dataclasses.replace(TINY, share_embeddings=False)
+    torch.manual_seed(0)
+    model = build_model(cfg, 40, 9, PAD)
+    assert model.src_embed.tokens.weight.shape == (40, 32)
+    assert model.tgt_embed.tokens.weight.shape == model.output.weight.shape == (9, 32)
+    assert count(model) == expected_params(cfg, 0) + (40 + 2 * 9) * 32
+    src = torch.randint(1, 40, (2, 6))
+    tgt = torch.randint(1, 9, (2, 4))
+    assert model(src, tgt).shape == (2, 4, 9)
+
+
+def test_sharing_unequal_vocabularies_is_an_error_naming_the_key():
+    with pytest.raises(UserError, match="model.share_embeddings"):
+        build_model(TINY, 40, 9, PAD)
