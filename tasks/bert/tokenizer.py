@@ -1,0 +1,112 @@
+"""BERT's WordPiece vocabulary with Hugging Face `tokenizers`.
+
+Two ways in: train a vocabulary on the training documents (`WordPieceTokenizer.train`), or read
+the `vocab.txt` of an existing BERT checkpoint (`WordPieceTokenizer.from_vocab`), which builds
+the same pipeline as `transformers.BertTokenizerFast` (BERT normaliser, BERT pre-tokeniser,
+WordPiece with `##` continuations), so Hugging Face checkpoints see exactly the ids they were
+trained on. The whole pipeline serialises to one JSON file (`to_bytes`), which travels inside
+every checkpoint of a run; `vocab_text` gives the `vocab.txt` of a Hugging Face export.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from tokenizers import Tokenizer
+from tokenizers.implementations import BertWordPieceTokenizer
+
+from zoo.config import UserError
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+CONTINUATION = "##"
+
+
+class WordPieceTokenizer:
+    """Text <-> WordPiece ids; the special ids are looked up by token, whatever the vocabulary.
+
+    Args:
+        tokenizer: a `tokenizers.Tokenizer` with a WordPiece model holding the five special tokens.
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+        if missing:
+            raise UserError(f"WordPiece vocabulary lacks the special tokens {missing}")
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            vocab[t] for t in SPECIAL_TOKENS)
+        self.special_ids = frozenset((self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id))
+        tokens = self.tokens()
+        # Whole-word masking groups a word's pieces: every "##" piece continues the word before.
+        self.is_continuation = [t.startswith(CONTINUATION) for t in tokens]
+
+    @classmethod
+    def train(cls, texts: Iterable[str], *, vocab_size: int, lowercase: bool = True,
+              min_frequency: int = 2, limit_alphabet: int = 1000) -> WordPieceTokenizer:
+        """A vocabulary of at most `vocab_size` pieces (special tokens first, ids 0-4) learnt from
+        `texts` (streamed).
+
+        Args:
+            lowercase: lowercase and strip accents, as the uncased BERT models do.
+            min_frequency: pieces seen fewer times are not merged.
+            limit_alphabet: keep at most this many single characters (the rest become [UNK]).
+        """
+        bert = BertWordPieceTokenizer(lowercase=lowercase)
+        bert.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=min_frequency,
+                                 limit_alphabet=limit_alphabet, special_tokens=list(SPECIAL_TOKENS),
+                                 show_progress=False)
+        return cls(bert._tokenizer)
+
+    @classmethod
+    def from_vocab(cls, path: str | Path, *, lowercase: bool = True) -> WordPieceTokenizer:
+        """The tokenizer of a BERT `vocab.txt` (one piece per line, line number = id), with the
+        settings of `BertTokenizerFast(vocab_file, do_lower_case=lowercase)`."""
+        path = Path(path)
+        if not path.is_file():
+            raise UserError(f"WordPiece vocabulary not found: {path}")
+        return cls(BertWordPieceTokenizer(str(path), lowercase=lowercase)._tokenizer)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> WordPieceTokenizer:
+        """The tokenizer `to_bytes` wrote."""
+        return cls(Tokenizer.from_str(data.decode("utf-8")))
+
+    def to_bytes(self) -> bytes:
+        """The whole pipeline (normaliser, pre-tokeniser, vocabulary) as tokenizers' JSON."""
+        return self.tokenizer.to_str().encode("utf-8")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+
+    @property
+    def lowercase(self) -> bool:
+        """Whether the normaliser lowercases (Hugging Face's `do_lower_case`)."""
+        return bool(json.loads(self.tokenizer.to_str())["normalizer"]["lowercase"])
+
+    def tokens(self) -> list[str]:
+        """Every piece, in id order."""
+        by_id = {i: t for t, i in self.tokenizer.get_vocab(with_added_tokens=True).items()}
+        return [by_id[i] for i in range(len(by_id))]
+
+    def vocab_text(self) -> str:
+        """The `vocab.txt` of this vocabulary (Hugging Face and Google's BERT read it)."""
+        return "".join(t + "\n" for t in self.tokens())
+
+    def encode(self, text: str) -> list[int]:
+        """WordPiece ids of `text`, without [CLS]/[SEP] (the example builder adds them)."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
+        return [self.tokenizer.id_to_token(int(i)) for i in ids]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of `ids`, continuations joined, special tokens skipped."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)

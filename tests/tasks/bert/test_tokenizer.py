@@ -1,0 +1,40 @@
+"""WordPiece parity with transformers' BertTokenizerFast on the same vocabulary."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import BertTokenizerFast
+
+from tasks.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+
+TRAIN = ["The quick brown fox jumps over the lazy dog.", "Zürich lies on the Limmat river.",
+         "Tokenizers split unseen words into word pieces, like unbelievably.",
+         "Numbers such as 1,234.5 and dates like 12/05/1999 appear too."] * 20
+PROBES = ["The QUICK brown fox!", "Café naïve résumé Zürich", "unbelievably-long-hyphenated words",
+          "東京 is Tokyo; 北京 is Beijing.", "a [MASK] b [SEP] c", "tabs\tand  double  spaces",
+          "x" * 120, "emoji 🙂 and control\u0007chars", ""]
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_ids_equal_bert_tokenizer_fast(tmp_path, lowercase):
+    ours = WordPieceTokenizer.train(TRAIN, vocab_size=200, lowercase=lowercase, min_frequency=1)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text(ours.vocab_text())
+    reference = BertTokenizerFast.from_pretrained(tmp_path, do_lower_case=lowercase)
+    from_vocab = WordPieceTokenizer.from_vocab(vocab, lowercase=lowercase)
+    for text in PROBES:
+        expected = reference(text, add_special_tokens=False)["input_ids"]
+        assert from_vocab.encode(text) == expected, text
+        assert ours.encode(text) == expected, text
+    assert ours.lowercase is lowercase and from_vocab.lowercase is lowercase
+
+
+def test_special_ids_and_round_trip():
+    ours = WordPieceTokenizer.train(TRAIN, vocab_size=200, min_frequency=1)
+    assert [ours.pad_id, ours.unk_id, ours.cls_id, ours.sep_id, ours.mask_id] == list(range(5))
+    assert ours.tokens()[:5] == list(SPECIAL_TOKENS)
+    loaded = WordPieceTokenizer.from_bytes(ours.to_bytes())
+    assert loaded.encode_batch(PROBES) == ours.encode_batch(PROBES)
+    ids = ours.encode("quick rivers")  # "rivers" is unseen: "river" "##s"
+    assert ours.decode(ids) == "quick rivers"
+    assert [ours.is_continuation[i] for i in ids] == [False, False, True]
