@@ -1,11 +1,11 @@
 """The shared core every zoo model is assembled from."""
 
-from zoo.blocks.attention import MultiHeadAttention, attention_reference
+from zoo.blocks.attention import MultiHeadAttention, attention_maps, attention_reference
 from zoo.blocks.cache import DecoderCache, DecoderLayerCache, KVCache
 from zoo.blocks.embeddings import SequenceEmbedding, TokenEmbedding
 from zoo.blocks.ffn import ACTIVATIONS, FeedForward
 from zoo.blocks.init import init_transformer_
-from zoo.blocks.layers import DecoderLayer, EncoderLayer, Residual
+from zoo.blocks.layers import DecoderLayer, EncoderLayer, LayerSpec, Residual
 from zoo.blocks.local_attention import LocalAttention
 from zoo.blocks.masks import causal_mask, lengths_mask, local_mask, padding_mask
 from zoo.blocks.mixers import MIXERS, Conv, Recurrent, SelfAttentionMixer, build_mixer
@@ -16,9 +16,9 @@ from zoo.blocks.stacks import Decoder, Encoder, self_attention_mask, stochastic_
 __all__ = [
     "ACTIVATIONS", "MIXERS", "NORMS", "POSITIONS", "Conv", "Decoder", "DecoderCache",
     "DecoderLayer", "DecoderLayerCache", "Encoder", "EncoderLayer", "FeedForward", "KVCache",
-    "LearnedPositions", "LocalAttention", "MultiHeadAttention", "Recurrent", "Residual",
+    "LayerSpec", "LearnedPositions", "LocalAttention", "MultiHeadAttention", "Recurrent", "Residual",
     "SelfAttentionMixer", "SequenceEmbedding", "SinusoidalPositions", "TokenEmbedding",
-    "attention_reference", "build_mixer", "build_norm", "causal_mask", "init_transformer_",
+    "attention_maps", "attention_reference", "build_mixer", "build_norm", "causal_mask", "init_transformer_",
     "lengths_mask", "local_mask", "padding_mask", "resample_grid", "self_attention_mask",
     "stochastic_depth_rates",
 ]

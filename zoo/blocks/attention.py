@@ -6,6 +6,9 @@ Shape key: B batch, T query length, S key length, H heads, Dh head dim, D model 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -59,9 +62,6 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.qkv_proj = nn.Linear(dim, 3 * dim, bias=bias)
         self.out_proj = nn.Linear(dim, dim, bias=bias)
-        # Set by tools that draw attention maps; the fused kernel never materialises weights.
-        self.keep_weights = False
-        self.last_weights: Tensor | None = None
 
     def _split_heads(self, x: Tensor) -> Tensor:
         b, t, _ = x.shape  # (B, T, D) -> (B, H, T, Dh)
@@ -92,12 +92,17 @@ class MultiHeadAttention(nn.Module):
             cache: KV cache for incremental decoding (see class docstring).
         """
         q, k, v = self._qkv(x, context, cache)
-        if self.keep_weights:
-            out, self.last_weights = attention_reference(q, k, v, mask, is_causal)
+        maps = _RECORDING.get().get(self)
+        if maps is not None:
+            out, weights = attention_reference(q, k, v, mask, is_causal)
+            maps.append(weights)
         else:
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=is_causal,
                 dropout_p=self.dropout if self.training else 0.0)
+        return self._merge_heads(out)
+
+    def _merge_heads(self, out: Tensor) -> Tensor:
         b, _, t, _ = out.shape  # (B, H, T, Dh) -> (B, T, D)
         return self.out_proj(out.transpose(1, 2).reshape(b, t, self.dim))
 
@@ -118,3 +123,30 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             cache.set(k, v)
         return q, k, v
+
+
+# The attention modules being recorded, each with its list of weights; empty outside
+# `attention_maps`. A context variable rather than a flag on the modules: nothing to reset, and
+# a recording in one thread does not slow another.
+_RECORDING: ContextVar[dict[nn.Module, list[Tensor]]] = ContextVar("attention_maps", default={})
+
+
+@contextmanager
+def attention_maps(model: nn.Module) -> Iterator[dict[str, list[Tensor]]]:
+    """Record the attention weights of every MultiHeadAttention in `model` inside the block.
+
+    Yields {module name: [weights (B, H, Tq, Tk) of each call, in order]}; incremental decoding
+    adds one entry per step. Recorded modules compute attention written out (no dropout on the
+    weights) instead of the fused kernel, so the maps are exact but slower.
+
+        with attention_maps(model) as maps:
+            model(x)
+        first = maps["encoder.layers.0.self_attn"][0]
+    """
+    maps = {name: [] for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+    modules = {m: maps[name] for name, m in model.named_modules() if name in maps}
+    token = _RECORDING.set({**_RECORDING.get(), **modules})
+    try:
+        yield maps
+    finally:
+        _RECORDING.reset(token)

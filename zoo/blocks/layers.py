@@ -1,10 +1,13 @@
 """Encoder and decoder layers: attention and FFN sublayers, each wrapped in a residual.
 
-Shape key: B batch, T target length, S source length, D model dim.
+A `LayerSpec` holds the typed arguments of one layer; stacks build every layer from the same
+spec (with its own drop-path rate). Shape key: B batch, T target length, S source length,
+D model dim.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from timm.layers import DropPath
@@ -12,8 +15,68 @@ from torch import Tensor, nn
 
 from zoo.blocks.attention import MultiHeadAttention
 from zoo.blocks.cache import DecoderLayerCache
-from zoo.blocks.ffn import FeedForward
-from zoo.blocks.norms import build_norm
+from zoo.blocks.ffn import ACTIVATIONS, FeedForward
+from zoo.blocks.local_attention import LocalAttention
+from zoo.blocks.norms import NORMS, build_norm
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """The arguments of one encoder or decoder layer.
+
+    Args:
+        dim: model width D. num_heads: H. ffn_dim: FFN hidden width.
+        dropout: residual dropout (the paper's P_drop).
+        attn_dropout: dropout on attention weights. ffn_dropout: dropout inside the FFN.
+        activation: a key of ACTIVATIONS ("relu" the paper, "gelu" BERT/ViT).
+        norm: a key of NORMS ("layer" | "rms"). norm_eps: its epsilon (BERT 1e-12, ViT 1e-6).
+        pre_norm: pre-norm residuals instead of the paper's post-norm (BERT is post-norm).
+        window: restricted self-attention half-width (LocalAttention); None = full attention.
+        bias: biases in the linear layers.
+        drop_path: stochastic-depth rate of this layer (stacks set it per layer from their
+            `drop_path_rate`).
+    """
+
+    dim: int
+    num_heads: int
+    ffn_dim: int
+    dropout: float = 0.1
+    attn_dropout: float = 0.0
+    ffn_dropout: float = 0.0
+    activation: str = "relu"
+    norm: str = "layer"
+    norm_eps: float = 1e-5
+    pre_norm: bool = False
+    window: int | None = None
+    bias: bool = True
+    drop_path: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name, value, table in (("activation", self.activation, ACTIVATIONS),
+                                   ("norm", self.norm, NORMS)):
+            if value not in table:
+                raise ValueError(f"unknown {name} {value!r}; choose from {sorted(table)}")
+        if self.window is not None and self.window < 0:
+            raise ValueError(f"window must be >= 0 or None, got {self.window}")
+
+    def residual(self) -> Residual:
+        return Residual(self.dim, norm=self.norm, norm_eps=self.norm_eps, pre_norm=self.pre_norm,
+                        dropout=self.dropout, drop_path=self.drop_path)
+
+    def self_attention(self) -> MultiHeadAttention:
+        """Full attention, or the O(T w D) LocalAttention when `window` is set."""
+        if self.window is None:
+            return self.cross_attention()
+        return LocalAttention(self.dim, self.num_heads, window=self.window,
+                              dropout=self.attn_dropout, bias=self.bias)
+
+    def cross_attention(self) -> MultiHeadAttention:
+        return MultiHeadAttention(self.dim, self.num_heads, dropout=self.attn_dropout,
+                                  bias=self.bias)
+
+    def feed_forward(self) -> FeedForward:
+        return FeedForward(self.dim, self.ffn_dim, activation=self.activation,
+                           dropout=self.ffn_dropout, bias=self.bias)
 
 
 class Residual(nn.Module):
@@ -39,46 +102,42 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then FFN.
+    """Self-attention then FFN: (B, S, D) -> (B, S, D).
 
     Args:
-        dim: model width D. num_heads: H. ffn_dim: FFN hidden width.
-        dropout: residual dropout (the paper's P_drop).
-        attn_dropout: dropout on attention weights. ffn_dropout: dropout inside the FFN.
-        activation: FFN activation ("relu" | "gelu"). norm: "layer" | "rms".
-        pre_norm: pre-norm residuals instead of the paper's post-norm.
-        drop_path: stochastic-depth rate of this layer (ViT/DeiT).
-        bias: biases in the linear layers.
+        spec: the layer's arguments.
     """
 
-    def __init__(self, dim: int, num_heads: int, ffn_dim: int, *, dropout: float = 0.1,
-                 attn_dropout: float = 0.0, ffn_dropout: float = 0.0, activation: str = "relu",
-                 norm: str = "layer", norm_eps: float = 1e-5, pre_norm: bool = False,
-                 drop_path: float = 0.0, bias: bool = True) -> None:
+    def __init__(self, spec: LayerSpec) -> None:
         super().__init__()
-        self.residual_args = dict(norm=norm, norm_eps=norm_eps, pre_norm=pre_norm, dropout=dropout,
-                                  drop_path=drop_path)
-        self.self_attn = MultiHeadAttention(dim, num_heads, dropout=attn_dropout, bias=bias)
-        self.self_attn_res = Residual(dim, **self.residual_args)
-        self.ffn = FeedForward(dim, ffn_dim, activation=activation, dropout=ffn_dropout, bias=bias)
-        self.ffn_res = Residual(dim, **self.residual_args)
+        self.self_attn = spec.self_attention()
+        self.self_attn_res = spec.residual()
+        self.ffn = spec.feed_forward()
+        self.ffn_res = spec.residual()
 
     def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
+        """mask: bool, True = may attend (with a window: a key padding mask (B, 1, 1, S))."""
         x = self.self_attn_res(x, lambda h: self.self_attn(h, mask=mask))
         return self.ffn_res(x, self.ffn)
 
 
-class DecoderLayer(EncoderLayer):
+class DecoderLayer(nn.Module):
     """Causal self-attention, cross-attention over the encoder output, then FFN.
 
-    Takes the same arguments as EncoderLayer.
+    Args:
+        spec: the layer's arguments (its window restricts the self-attention only).
     """
 
-    def __init__(self, dim: int, num_heads: int, ffn_dim: int, **kwargs) -> None:
-        super().__init__(dim, num_heads, ffn_dim, **kwargs)
-        self.cross_attn = MultiHeadAttention(dim, num_heads, dropout=self.self_attn.dropout,
-                                             bias=self.self_attn.out_proj.bias is not None)
-        self.cross_attn_res = Residual(dim, **self.residual_args)
+    def __init__(self, spec: LayerSpec) -> None:
+        super().__init__()
+        # Registration order (which sets the random initialisation) as in earlier releases,
+        # so seeded runs reproduce their published results.
+        self.self_attn = spec.self_attention()
+        self.self_attn_res = spec.residual()
+        self.ffn = spec.feed_forward()
+        self.ffn_res = spec.residual()
+        self.cross_attn = spec.cross_attention()
+        self.cross_attn_res = spec.residual()
 
     def forward(self, x: Tensor, memory: Tensor | None, *, self_mask: Tensor | None = None,
                 is_causal: bool = False, memory_mask: Tensor | None = None,

@@ -10,7 +10,9 @@ import torch
 from torch import Tensor, nn
 
 from zoo.blocks.cache import DecoderCache
-from zoo.blocks.layers import DecoderLayer, EncoderLayer
+from dataclasses import replace
+
+from zoo.blocks.layers import DecoderLayer, EncoderLayer, LayerSpec
 from zoo.blocks.masks import causal_mask, local_mask
 from zoo.blocks.norms import build_norm
 
@@ -20,13 +22,6 @@ def stochastic_depth_rates(num_layers: int, max_rate: float) -> list[float]:
     if num_layers == 1:
         return [max_rate]
     return [max_rate * i / (num_layers - 1) for i in range(num_layers)]
-
-
-def _final_norm(layer_kwargs: dict, dim: int) -> nn.Module | None:
-    """Pre-norm stacks end with a norm (their residual stream is never normalised otherwise)."""
-    if not layer_kwargs.get("pre_norm", False):
-        return None
-    return build_norm(layer_kwargs.get("norm", "layer"), dim, eps=layer_kwargs.get("norm_eps", 1e-5))
 
 
 def self_attention_mask(q_len: int, *, causal: bool, window: int | None = None,
@@ -50,22 +45,17 @@ def self_attention_mask(q_len: int, *, causal: bool, window: int | None = None,
     return causal_mask(q_len, offset=offset, device=device), False
 
 
-def _combine(a: Tensor | None, b: Tensor | None) -> Tensor | None:
-    if a is None:
-        return b
-    return a if b is None else a & b
-
-
 class _Stack(nn.Module):
-    """Layers applied in order, a final norm for pre-norm stacks, and an optional local window.
+    """Layers applied in order and an optional final norm.
 
     Args:
         layers: the layers, applied in order.
         final_norm: applied to the output (pre-norm stacks).
-        window: restricted self-attention half-width (each position sees +-window); None = full.
+        window: the layers' restricted self-attention half-width (None = full attention); the
+            decoder builds the band as a mask for cached steps.
     """
 
-    layer_class: type[nn.Module]
+    layer_class: type[EncoderLayer | DecoderLayer]
 
     def __init__(self, layers: list[nn.Module], *, final_norm: nn.Module | None = None,
                  window: int | None = None) -> None:
@@ -75,12 +65,21 @@ class _Stack(nn.Module):
         self.window = window
 
     @classmethod
-    def uniform(cls, num_layers: int, dim: int, num_heads: int, ffn_dim: int, *,
-                window: int | None = None, drop_path: float = 0.0, **layer_kwargs):
-        """`num_layers` layers with the same arguments (drop path rising per layer)."""
-        rates = stochastic_depth_rates(num_layers, drop_path)
-        layers = [cls.layer_class(dim, num_heads, ffn_dim, drop_path=r, **layer_kwargs) for r in rates]
-        return cls(layers, final_norm=_final_norm(layer_kwargs, dim), window=window)
+    def uniform(cls, num_layers: int, spec: LayerSpec, *, drop_path_rate: float = 0.0,
+                final_norm: bool | None = None):
+        """`num_layers` layers built from `spec`, drop path rising per layer to `drop_path_rate`
+        (which replaces `spec.drop_path`).
+
+        Args:
+            final_norm: end with a norm; None = when pre-norm (the residual stream of a pre-norm
+                stack is never normalised otherwise). ViT with average pooling moves it after
+                the pooling, so it asks for none.
+        """
+        rates = stochastic_depth_rates(num_layers, drop_path_rate)
+        layers = [cls.layer_class(replace(spec, drop_path=rate)) for rate in rates]
+        norm = build_norm(spec.norm, spec.dim, eps=spec.norm_eps)
+        with_norm = spec.pre_norm if final_norm is None else final_norm
+        return cls(layers, final_norm=norm if with_norm else None, window=spec.window)
 
     def _finish(self, x: Tensor) -> Tensor:
         return x if self.final_norm is None else self.final_norm(x)
@@ -92,11 +91,13 @@ class Encoder(_Stack):
     layer_class = EncoderLayer
 
     def forward(self, x: Tensor, *, pad_mask: Tensor | None = None) -> Tensor:
-        """x (B, S, D); pad_mask (B, 1, 1, S), True at real tokens -> (B, S, D)."""
-        local, _ = self_attention_mask(x.shape[1], causal=False, window=self.window, device=x.device)
-        mask = _combine(pad_mask, local)
+        """x (B, S, D); pad_mask (B, 1, 1, S), True at real tokens -> (B, S, D).
+
+        With a window, the layers' LocalAttention applies the band itself and takes only the
+        padding mask.
+        """
         for layer in self.layers:
-            x = layer(x, mask=mask)
+            x = layer(x, mask=pad_mask)
         return self._finish(x)
 
 
@@ -119,9 +120,12 @@ class Decoder(_Stack):
         With a cache, `memory` is only needed on the first call (it fills the cross-attention
         caches).
         """
-        offset = cache.offset if cache is not None else 0
-        self_mask, is_causal = self_attention_mask(x.shape[1], causal=True, window=self.window,
-                                                   offset=offset, device=x.device)
+        if cache is None and self.window is not None:  # LocalAttention's blockwise causal band
+            self_mask, is_causal = None, True
+        else:
+            self_mask, is_causal = self_attention_mask(
+                x.shape[1], causal=True, window=self.window,
+                offset=cache.offset if cache is not None else 0, device=x.device)
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, self_mask=self_mask, is_causal=is_causal, memory_mask=memory_mask,
                       cache=cache.layers[i] if cache is not None else None)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
-from zoo.blocks import (Decoder, DecoderCache, Encoder, SequenceEmbedding, TokenEmbedding,
-                        init_transformer_, padding_mask)
+from zoo.blocks import (Decoder, DecoderCache, Encoder, LayerSpec, SequenceEmbedding,
+                        TokenEmbedding, init_transformer_, padding_mask)
 from zoo.config import UserError
 
 
@@ -115,13 +115,14 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_
                                  positions=cfg.positions, dropout=cfg.dropout,
                                  token_embedding=tokens)
 
-    layer_kwargs = dict(dropout=cfg.dropout, attn_dropout=cfg.attn_dropout,
-                        ffn_dropout=cfg.ffn_dropout, activation=cfg.activation, norm=cfg.norm,
-                        pre_norm=cfg.pre_norm, window=cfg.window)
+    spec = LayerSpec(cfg.dim, cfg.num_heads, cfg.ffn_dim, dropout=cfg.dropout,
+                     attn_dropout=cfg.attn_dropout, ffn_dropout=cfg.ffn_dropout,
+                     activation=cfg.activation, norm=cfg.norm, pre_norm=cfg.pre_norm,
+                     window=cfg.window)
     src_embed = embedding(src_vocab_size, None)
     tgt_embed = embedding(tgt_vocab_size, src_embed.tokens if cfg.share_embeddings else None)
-    encoder = Encoder.uniform(cfg.encoder_layers, cfg.dim, cfg.num_heads, cfg.ffn_dim, **layer_kwargs)
-    decoder = Decoder.uniform(cfg.decoder_layers, cfg.dim, cfg.num_heads, cfg.ffn_dim, **layer_kwargs)
+    encoder = Encoder.uniform(cfg.encoder_layers, spec)
+    decoder = Decoder.uniform(cfg.decoder_layers, spec)
     # Only the stacks: over the whole model the Xavier rule would also hit the tied output
     # projection and with it the embeddings, which keep TokenEmbedding's N(0, D^-1/2).
     init_transformer_(encoder)

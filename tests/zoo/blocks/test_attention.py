@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.blocks import MultiHeadAttention, causal_mask, lengths_mask
+from zoo.blocks import MultiHeadAttention, attention_maps, causal_mask, lengths_mask
 
 B, T, S, D, H = 3, 7, 5, 16, 4
 
@@ -77,15 +77,36 @@ def test_equals_plain_softmax_reference(mha):
     torch.testing.assert_close(mha(x, mask=mask), expected, rtol=0, atol=1e-12)
 
 
-def test_keep_weights_returns_rows_that_sum_to_one(mha):
+def test_attention_maps_record_rows_that_sum_to_one(mha):
     x = torch.randn(B, T, D, dtype=torch.float64)
     fused = mha(x, is_causal=True)
-    mha.keep_weights = True
-    explicit = mha(x, is_causal=True)
+    with attention_maps(mha) as maps:
+        explicit = mha(x, is_causal=True)
     torch.testing.assert_close(fused, explicit)
-    assert mha.last_weights.shape == (B, H, T, T)
-    torch.testing.assert_close(mha.last_weights.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
-    assert mha.last_weights.triu(1).abs().max() == 0  # causal: nothing above the diagonal
+    (weights,) = maps[""]
+    assert weights.shape == (B, H, T, T)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
+    assert weights.triu(1).abs().max() == 0  # causal: nothing above the diagonal
+    mha(x)
+    assert len(maps[""]) == 1  # recording ends with the block
+
+
+def test_attention_maps_name_every_module_and_record_each_call():
+    from zoo.blocks import Decoder, LayerSpec
+
+    dec = Decoder.uniform(2, LayerSpec(D, H, 16, dropout=0.0, window=1)).double().eval()
+    memory = torch.randn(B, 3, D, dtype=torch.float64)
+    cache = dec.new_cache()
+    with attention_maps(dec) as maps:
+        dec(torch.randn(B, 2, D, dtype=torch.float64), memory, cache=cache)
+        dec(torch.randn(B, 1, D, dtype=torch.float64), None, cache=cache)
+        dec(torch.randn(B, 4, D, dtype=torch.float64), memory)
+    assert sorted(maps) == [f"layers.{i}.{a}" for i in range(2) for a in ("cross_attn", "self_attn")]
+    shapes = [tuple(w.shape) for w in maps["layers.1.self_attn"]]
+    assert shapes == [(B, H, 2, 2), (B, H, 1, 3), (B, H, 4, 4)]
+    band = maps["layers.0.self_attn"][2][0, 0]  # window 1, causal: the diagonal and the one before
+    assert (band > 0).tolist() == [[j in (i - 1, i) for j in range(4)] for i in range(4)]
+    assert tuple(maps["layers.0.cross_attn"][1].shape) == (B, H, 1, 3)
 
 
 def test_rejects_indivisible_heads():

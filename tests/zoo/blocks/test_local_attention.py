@@ -48,3 +48,32 @@ def test_gradients_match_masked_full_attention() -> None:
 def test_rejects_negative_window() -> None:
     with pytest.raises(ValueError, match="window"):
         LocalAttention(8, 2, window=-1)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_key_padding_mask_equals_masked_full_attention_on_real_positions(causal: bool) -> None:
+    torch.manual_seed(3)
+    local, full = _pair(8, 2, window=2)
+    x = torch.randn(3, 11, 8, dtype=torch.float64)
+    lengths = torch.tensor([11, 6, 1])
+    keys = (torch.arange(11)[None, :] < lengths[:, None])[:, None, None, :]
+    mask = local_mask(11, window=2) & keys
+    if causal:
+        mask = mask & causal_mask(11)
+    ours, theirs = local(x, mask=keys, is_causal=causal), full(x, mask=mask)
+    assert not ours.isnan().any()  # padded queries far from real keys still have a softmax row
+    for row, n in enumerate(lengths.tolist()):
+        torch.testing.assert_close(ours[row, :n], theirs[row, :n])
+
+
+def test_cached_steps_take_the_callers_mask() -> None:
+    from zoo.blocks import KVCache
+
+    torch.manual_seed(4)
+    local, full = _pair(8, 2, window=1)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    cache = KVCache()
+    steps = [local(x[:, t:t + 1], mask=local_mask(1, window=1, offset=t), cache=cache)
+             for t in range(5)]
+    expected = full(x, mask=local_mask(5, window=1) & causal_mask(5))
+    torch.testing.assert_close(torch.cat(steps, 1), expected)

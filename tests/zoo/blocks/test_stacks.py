@@ -4,17 +4,17 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.blocks import (Decoder, Encoder, EncoderLayer, causal_mask, init_transformer_,
-                        lengths_mask, padding_mask)
+from zoo.blocks import (Decoder, Encoder, EncoderLayer, LayerSpec, LocalAttention, causal_mask,
+                        init_transformer_, lengths_mask, local_mask, padding_mask)
 
 D, H, FF = 16, 4, 32
 
 
 def make_stacks(pre_norm: bool = False, window: int | None = None) -> tuple[Encoder, Decoder]:
     torch.manual_seed(0)
-    kwargs = dict(dropout=0.0, pre_norm=pre_norm, window=window)
-    enc = Encoder.uniform(2, D, H, FF, **kwargs).double().eval()
-    dec = Decoder.uniform(2, D, H, FF, **kwargs).double().eval()
+    spec = LayerSpec(D, H, FF, dropout=0.0, pre_norm=pre_norm, window=window)
+    enc = Encoder.uniform(2, spec).double().eval()
+    dec = Decoder.uniform(2, spec).double().eval()
     init_transformer_(enc), init_transformer_(dec)
     return enc, dec
 
@@ -110,7 +110,7 @@ def test_narrow_window_restricts_the_receptive_field():
 
 def test_post_norm_encoder_layer_equals_torch():
     torch.manual_seed(0)
-    ours = EncoderLayer(D, H, FF, dropout=0.0).double().eval()
+    ours = EncoderLayer(LayerSpec(D, H, FF, dropout=0.0)).double().eval()
     init_transformer_(ours)
     for p in ours.parameters():  # random norms and biases too, so every mapping is checked
         p.data.normal_()
@@ -132,3 +132,63 @@ def test_post_norm_encoder_layer_equals_torch():
     torch.testing.assert_close(ours(x, mask=mask)[1, :2], expected[1, :2], rtol=0, atol=1e-12)
     torch.testing.assert_close(ours(x, mask=causal_mask(5)), ref(x, src_mask=~causal_mask(5)),
                                rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_window_uses_local_attention_and_equals_the_masked_path(pre_norm):
+    """The model option `window` builds the O(T w D) kernel; it computes what full attention
+    with local_mask (& causal_mask, & padding) computes."""
+    enc, dec = make_stacks(pre_norm, window=2)
+    assert all(isinstance(layer.self_attn, LocalAttention) for layer in [*enc.layers, *dec.layers])
+    assert not isinstance(dec.layers[0].cross_attn, LocalAttention)
+    full_enc, full_dec = make_stacks(pre_norm)
+    full_enc.load_state_dict(enc.state_dict()), full_dec.load_state_dict(dec.state_dict())
+    src = torch.randn(2, 9, D, dtype=torch.float64)
+    pad = lengths_mask(torch.tensor([9, 5]), 9)
+    memory = enc(src, pad_mask=pad)
+    expected = src
+    for layer in full_enc.layers:  # the masked path, layer by layer
+        expected = layer(expected, mask=local_mask(9, window=2) & pad)
+    expected = expected if full_enc.final_norm is None else full_enc.final_norm(expected)
+    torch.testing.assert_close(memory[0], expected[0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(memory[1, :5], expected[1, :5], rtol=0, atol=1e-12)
+    tgt = torch.randn(2, 7, D, dtype=torch.float64)
+    band = local_mask(7, window=2) & causal_mask(7)
+    out = dec(tgt, memory, memory_mask=pad)
+    expected = tgt
+    for layer in full_dec.layers:
+        expected = layer(expected, memory, self_mask=band, memory_mask=pad)
+    expected = expected if full_dec.final_norm is None else full_dec.final_norm(expected)
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+
+
+def test_cached_decoding_with_a_window_equals_full_forward():
+    enc, dec = make_stacks(window=2)
+    memory = enc(torch.randn(2, 5, D, dtype=torch.float64))
+    tgt = torch.randn(2, 9, D, dtype=torch.float64)
+    full = dec(tgt, memory)
+    cache = dec.new_cache()
+    steps = [dec(tgt[:, :3], memory, cache=cache)]  # a prefix, then one token at a time
+    steps += [dec(tgt[:, t:t + 1], None, cache=cache) for t in range(3, 9)]
+    torch.testing.assert_close(torch.cat(steps, 1), full, rtol=0, atol=1e-10)
+
+
+def test_uniform_final_norm_and_drop_path_rate():
+    spec = LayerSpec(D, H, FF, pre_norm=True)
+    assert Encoder.uniform(2, spec).final_norm is not None
+    assert Encoder.uniform(2, spec, final_norm=False).final_norm is None
+    assert Encoder.uniform(2, LayerSpec(D, H, FF)).final_norm is None  # post-norm
+    enc = Encoder.uniform(3, spec, drop_path_rate=0.2)
+    assert [layer.ffn_res.drop_path.drop_prob if hasattr(layer.ffn_res.drop_path, "drop_prob")
+            else 0.0 for layer in enc.layers] == pytest.approx([0.0, 0.1, 0.2])
+
+
+def test_layer_spec_covers_bert_post_norm_gelu_eps_and_rejects_unknown_names():
+    spec = LayerSpec(D, H, FF, activation="gelu", norm_eps=1e-12, pre_norm=False, bias=True)
+    layer = EncoderLayer(spec)
+    assert isinstance(layer.ffn.act, nn.GELU) and layer.ffn_res.norm.eps == 1e-12
+    assert not layer.ffn_res.pre_norm and layer.self_attn.qkv_proj.bias is not None
+    with pytest.raises(ValueError, match="activation"):
+        LayerSpec(D, H, FF, activation="swish")
+    with pytest.raises(ValueError, match="norm"):
+        LayerSpec(D, H, FF, norm="batch")
