@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 from torch import Tensor, nn  # noqa: E402
 
+from zoo.blocks import attention_maps  # noqa: E402
+
 DPI = 100
 INCHES_PER_TOKEN = 0.22
 MIN_PANEL_INCHES = 2.0
@@ -37,16 +39,11 @@ def cross_attention_weights(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor) 
         src_ids: (S,) source ids.
         hyp_ids: (T,) decoder input: BOS followed by the hypothesis.
     """
-    attentions = [layer.cross_attn for layer in model.decoder.layers]
-    for attn in attentions:
-        attn.keep_weights = True
-    try:
+    with attention_maps(model.decoder) as maps:
         memory, memory_mask = model.encode(src_ids[None])
         model.decode(hyp_ids[None], memory, memory_mask)
-        return torch.stack([attn.last_weights[0] for attn in attentions])
-    finally:
-        for attn in attentions:
-            attn.keep_weights, attn.last_weights = False, None
+    return torch.stack([maps[f"layers.{i}.cross_attn"][0][0]
+                        for i in range(len(model.decoder.layers))])
 
 
 def plot_cross_attention(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor, src_tokens: list[str],
