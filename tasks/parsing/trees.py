@@ -1,0 +1,152 @@
+"""Penn Treebank trees: reading bracketed `.mrg` files, cleaning them, and the splits.
+
+Cleaning (what parsers train and are scored on): `-NONE-` traces are removed and so are the
+constituents they leave empty; function tags and indices are cut (`NP-SBJ-1` -> `NP`,
+`PP-LOC=2` -> `PP`), but labels that start with a dash (`-LRB-`, `-RRB-`) are kept whole; the
+nameless (or `TOP`/`ROOT`) root bracket of a PTB tree is dropped when it holds one phrase, and
+kept as `TOP` otherwise, so every tree has one phrasal root.
+
+Splits: the standard WSJ layout (a folder of section folders 00..24 holding wsj_SSNN.mrg:
+sections 02-21 train, 22 dev, 23 test) and NLTK's 10% sample (one folder of wsj_0001..0199.mrg,
+split contiguously by file so no article is split: 0001-0141 train, 0142-0171 dev,
+0172-0199 test; 3,098 / 420 / 396 trees).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nltk import Tree
+
+from zoo.config import UserError
+
+ROOT_LABELS = ("", "TOP", "ROOT")
+SPLITS = ("train", "dev", "test")
+SAMPLE_FILES = {"train": (1, 141), "dev": (142, 171), "test": (172, 199)}
+WSJ_SECTIONS = {"train": range(2, 22), "dev": range(22, 23), "test": range(23, 24)}
+
+
+def read_mrg(path: Path) -> list[tuple[int, Tree]]:
+    """The raw trees of a bracketed file, each with the line it starts on (one tree per
+    top-level bracket).
+
+    Raises:
+        UserError: unbalanced brackets, text outside brackets or a tree nltk cannot read; the
+            message names the file and the tree's line.
+    """
+    text = path.read_text(encoding="utf-8", errors="replace")
+    trees, depth, start, start_line, line = [], 0, 0, 1, 1
+    for pos, char in enumerate(text):
+        if char == "\n":
+            line += 1
+        elif char == "(":
+            if depth == 0:
+                start, start_line = pos, line
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise UserError(f"{path}:{line}: malformed tree: ')' closes nothing")
+            if depth == 0:
+                trees.append((start_line, _from_string(text[start:pos + 1], path, start_line)))
+        elif depth == 0 and not char.isspace():
+            raise UserError(f"{path}:{line}: malformed tree: text outside brackets ({char!r})")
+    if depth:
+        raise UserError(f"{path}:{start_line}: malformed tree: {depth} bracket(s) never closed")
+    return trees
+
+
+def _from_string(text: str, path: Path, line: int) -> Tree:
+    try:
+        tree = Tree.fromstring(text)
+    except ValueError as err:
+        raise UserError(f"{path}:{line}: malformed tree: {str(err).splitlines()[0]}") from None
+    for node in tree.subtrees():
+        if len(node) != 1 and any(isinstance(child, str) for child in node):
+            raise UserError(f"{path}:{line}: malformed tree: ({node.label()} ...) mixes words "
+                            f"with other children (a word needs its own part-of-speech bracket)")
+    return tree
+
+
+def base_label(label: str) -> str:
+    """The label without function tags and indices: NP-SBJ-1 -> NP, NP=2 -> NP, -LRB- stays."""
+    if label.startswith("-"):
+        return label
+    return re.split(r"[-=]", label, maxsplit=1)[0]
+
+
+def _strip(node: Tree | str) -> Tree | str | None:
+    if isinstance(node, str):
+        return node
+    if node.label() == "-NONE-":
+        return None
+    children = [c for c in map(_strip, node) if c is not None]
+    return Tree(base_label(node.label()), children) if children else None
+
+
+def clean(tree: Tree) -> Tree | None:
+    """The tree without traces, empty constituents, function tags and the nameless root (see
+    the module docstring); None when nothing but traces was left."""
+    tree = _strip(tree)
+    if tree is None:
+        return None
+    while tree.label() in ROOT_LABELS and len(tree) == 1 and is_phrase(tree[0]):
+        tree = tree[0]
+    if tree.label() in ROOT_LABELS:  # several children, or a single word
+        return Tree("TOP", list(tree))
+    return Tree("TOP", [tree]) if is_preterminal(tree) else tree
+
+
+def is_preterminal(node: Tree | str) -> bool:
+    return isinstance(node, Tree) and len(node) == 1 and isinstance(node[0], str)
+
+
+def is_phrase(node: Tree | str) -> bool:
+    """A constituent above the part-of-speech level."""
+    return isinstance(node, Tree) and not is_preterminal(node)
+
+
+def load_trees(paths: list[Path]) -> list[Tree]:
+    """The cleaned trees of bracketed files, in order (trees that were only traces dropped)."""
+    trees = []
+    for path in paths:
+        trees.extend(t for t in (clean(raw) for _, raw in read_mrg(path)) if t is not None)
+    return trees
+
+
+def sample_files(folder: Path, split: str) -> list[Path]:
+    """NLTK sample: folder/wsj_NNNN.mrg of the split's file range (see SAMPLE_FILES)."""
+    first, last = SAMPLE_FILES[split]
+    paths = [folder / f"wsj_{n:04d}.mrg" for n in range(first, last + 1)]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise UserError(f"PTB sample {split} split: {len(missing)} file(s) missing in {folder} "
+                        f"(first: {missing[0]})")
+    return paths
+
+
+def wsj_files(folder: Path, split: str) -> list[Path]:
+    """Standard WSJ layout: folder/SS/wsj_SSNN.mrg for the split's sections (see WSJ_SECTIONS)."""
+    paths = []
+    for section in WSJ_SECTIONS[split]:
+        found = sorted((folder / f"{section:02d}").glob("wsj_*.mrg"))
+        if not found:
+            raise UserError(f"WSJ section {section:02d} ({split}): no wsj_*.mrg in "
+                            f"{folder / f'{section:02d}'}")
+        paths.extend(found)
+    return paths
+
+
+LAYOUTS = {"sample": sample_files, "wsj": wsj_files}
+
+
+def split_files(layout: str, folder: Path, split: str) -> list[Path]:
+    """The files of a split. layout: sample | wsj; split: train | dev | test."""
+    if layout not in LAYOUTS:
+        raise UserError(f"unknown treebank layout {layout!r}: expected one of {sorted(LAYOUTS)}")
+    if split not in SPLITS:
+        raise UserError(f"unknown split {split!r}: expected one of {SPLITS}")
+    if not folder.is_dir():
+        raise UserError(f"treebank folder not found: {folder}")
+    return LAYOUTS[layout](folder, split)
