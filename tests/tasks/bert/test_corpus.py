@@ -1,0 +1,17 @@
+"""The built-in corpus: seeded, multi-sentence, one entity per document."""
+
+from __future__ import annotations
+
+from tasks.bert.corpus import KINDS, synthetic_documents
+
+
+def test_seeded_multi_sentence_documents_follow_their_script():
+    documents = synthetic_documents(200, seed=7)
+    assert [d.sentences for d in documents] == [d.sentences for d in synthetic_documents(200, seed=7)]
+    assert [d.sentences for d in documents] != [d.sentences for d in synthetic_documents(200, seed=8)]
+    assert {d.title.split()[0] for d in documents} == set(KINDS)
+    for document in documents:
+        kind, name = document.title.split()
+        assert 5 <= len(document.sentences) <= 7
+        assert sum(name in s for s in document.sentences) >= 2  # the entity recurs
+        assert all("{" not in s for s in document.sentences)
