@@ -8,6 +8,10 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+# Temporary files are hidden and end with this, so a later start can find and remove the ones
+# an interrupted write (kill -9, power loss) left behind.
+TEMP_SUFFIX = ".partial"
+
 
 @contextlib.contextmanager
 def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
@@ -15,7 +19,7 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     over `path` (and the rename made durable); on any error it is deleted and `path` is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -30,3 +34,12 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def clean_partial_writes(directory: str | Path) -> list[Path]:
+    """Delete the temporary files interrupted atomic writes left in `directory`; return them."""
+    directory = Path(directory)
+    found = sorted(directory.glob(f".*{TEMP_SUFFIX}")) if directory.is_dir() else []
+    for path in found:
+        path.unlink(missing_ok=True)
+    return found

@@ -28,9 +28,10 @@ class UserError(RuntimeError):
 
 
 def load_config(schema: type[T], path: str | Path | None = None,
-                overrides: list[str] | None = None) -> T:
-    """Build a `schema` instance from its defaults, a YAML file and dotted overrides, in order."""
-    merged = OmegaConf.structured(schema)
+                overrides: list[str] | None = None, *, base: T | None = None) -> T:
+    """Build a `schema` instance from its defaults (or `base`, a saved config), a YAML file and
+    dotted overrides, in order."""
+    merged = OmegaConf.structured(schema if base is None else base)
     if path is not None:
         merged = _merge(merged, _load_yaml(Path(path)), f"{path}")
     if overrides:
@@ -110,25 +111,46 @@ def describe(schema: type, prefix: str = "", instance: Any = None) -> list[str]:
 
 
 def parse_cli(schema: type[T], argv: list[str] | None, *, default_config: str | Path | None,
-              description: str) -> T:
-    """`[--config FILE] [--key.sub=value ...]` -> config; `--help` lists every option."""
+              description: str, positional: tuple[str, ...] = ()) -> T:
+    """`[POSITIONAL ...] [--config FILE] [--key.sub=value | --key.sub value | --flag ...]` -> config.
+
+    `positional` names the keys that leading bare arguments fill (a run directory, say); a
+    bare `--flag` means `--flag=true`. `--help` lists every option with its default and help.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
+        names = " ".join(k.upper() for k in positional)
         print(description)
-        print(f"\nusage: [--config FILE] [--key.sub=value ...]\n  --config  recipe YAML "
-              f"(default: {default_config or 'none: the built-in defaults'})\n\noptions:")
+        print(f"\nusage: {names + ' ' if names else ''}[--config FILE] [--key.sub=value ...]\n"
+              f"  --config  recipe YAML (default: {default_config or 'none: the built-in defaults'})")
+        if positional:
+            print(f"  {names}: the same as --{'=... --'.join(positional)}=...")
+        print("\noptions:")
         print("\n".join(describe(schema)))
         raise SystemExit(0)
     path = default_config
-    rest = []
-    it = iter(argv)
-    for arg in it:
+    rest: list[str] = []
+    fill = list(positional)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        following = argv[i + 1] if i + 1 < len(argv) else None
         if arg in ("--config", "-c"):
-            path = next(it, None)
-            if path is None:
+            if following is None:
                 raise ConfigError("--config needs a file name")
-        elif arg.startswith("--config="):
+            path, i = following, i + 2
+            continue
+        if arg.startswith("--config="):
             path = arg.split("=", 1)[1]
+        elif not arg.startswith("-") and "=" not in arg and fill:
+            rest.append(f"{fill.pop(0)}={arg}")
+        elif arg.startswith("--") and "=" not in arg:
+            if following is not None and not following.startswith("--"):
+                rest.append(f"{arg}={following}")
+                i += 1
+            else:
+                rest.append(f"{arg}=true")
         else:
             rest.append(arg)
+        i += 1
     return load_config(schema, path, rest)

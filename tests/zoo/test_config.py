@@ -82,3 +82,20 @@ def test_entry_point_reports_a_bad_key_in_one_line_and_exits_2():
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "train.max_stepz" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_takes_positionals_spaced_values_and_bare_flags():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Verb:
+        run: str = ""
+        split: str = "valid"
+        pretty: bool = False
+        beam: int = 4
+
+    cfg = parse_cli(Verb, ["runs/x", "--split", "test", "--pretty", "--beam=21"], default_config=None,
+                    description="", positional=("run",))
+    assert (cfg.run, cfg.split, cfg.pretty, cfg.beam) == ("runs/x", "test", True, 21)
+    with pytest.raises(ConfigError, match="beam"):
+        parse_cli(Verb, ["--beam", "wide"], default_config=None, description="")

@@ -1,10 +1,13 @@
 """The task-agnostic runner: `fit(cfg, task)`."""
 
+from zoo.train.checkpoint import Trained, load_trained
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
+from zoo.train.evaluation import evaluation
+from zoo.train.interrupt import Interrupted
 from zoo.train.losses import label_smoothed_cross_entropy
 from zoo.train.runner import FitResult, Runner, TrainingDiverged, fit, move_to
-from zoo.train.task import StepOutput, Task
+from zoo.train.task import RunContext, Task, Term
 
-__all__ = ["FitResult", "OptimConfig", "RunConfig", "Runner", "ScheduleConfig", "StepOutput",
-           "Task", "TrainConfig", "TrainingDiverged", "fit", "label_smoothed_cross_entropy",
-           "move_to"]
+__all__ = ["FitResult", "Interrupted", "OptimConfig", "RunConfig", "RunContext", "Runner",
+           "ScheduleConfig", "Task", "Term", "TrainConfig", "Trained", "TrainingDiverged",
+           "evaluation", "fit", "label_smoothed_cross_entropy", "load_trained", "move_to"]

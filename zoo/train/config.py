@@ -25,8 +25,9 @@ class TrainConfig:
     keep_last: int = field(default=3, metadata={"help": "checkpoints to keep besides the best"})
     best_metric: str = field(default="", metadata={"help": "evaluation metric that picks best.pt ('' = none)"})
     best_mode: str = field(default="max", metadata={"help": "max | min: which way best_metric improves"})
-    resume: bool = field(default=True, metadata={"help": "continue from the newest valid checkpoint in out_dir"})
-    nan_policy: str = field(default="stop", metadata={"help": "stop | skip a step whose loss is NaN/inf"})
+    resume: bool = field(default=True, metadata={"help": "continue the run in out_dir from its newest valid checkpoint (false: move the old run aside into out_dir/replaced-TIME/ and start over)"})
+    nan_policy: str = field(default="stop", metadata={"help": "stop | skip a step whose loss or gradient norm is NaN/inf"})
+    nan_max_skips: int = field(default=10, metadata={"help": "skip policy: stop after this many non-finite steps in a row"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     tensorboard: bool = field(default=True, metadata={"help": "also write TensorBoard event files"})
     ema_decay: float = field(default=0.0, metadata={"help": "keep an EMA of the weights with this decay (0 = off); evaluation uses it"})
@@ -44,7 +45,7 @@ class OptimConfig:
 
 @dataclass
 class ScheduleConfig:
-    name: str = field(default="inverse_sqrt", metadata={"help": "inverse_sqrt (the paper) | cosine | constant"})
+    name: str = field(default="inverse_sqrt", metadata={"help": "inverse_sqrt (the paper) | cosine | linear (BERT: warm-up, then linear decay to 0) | constant"})
     warmup_steps: int = field(default=4000, metadata={"help": "linear warm-up steps"})
     min_lr_ratio: float = field(default=0.0, metadata={"help": "cosine: final lr as a fraction of the peak"})
 

@@ -68,6 +68,15 @@ def all_gather_objects(obj: object, env: DistEnv) -> list:
     return gathered
 
 
+def broadcast_object(obj: object, env: DistEnv) -> object:
+    """Rank 0's `obj` on every rank (itself when not distributed)."""
+    if not env.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def barrier(env: DistEnv) -> None:
     if env.enabled:
         dist.barrier()

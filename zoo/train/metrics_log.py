@@ -6,6 +6,8 @@ import json
 import time
 from pathlib import Path
 
+from zoo.atomic import atomic_open
+
 
 class MetricsLog:
     def __init__(self, run_dir: Path, *, enabled: bool, tensorboard: bool) -> None:
@@ -27,6 +29,16 @@ class MetricsLog:
             for key, value in metrics.items():
                 if isinstance(value, (int, float)):
                     self.writer.add_scalar(f"{split}/{key}", value, step)
+
+    def drop_after(self, step: int) -> None:
+        """Forget records past `step`: after a crash, the resumed run redoes those steps."""
+        if not self.enabled or not self.path.is_file():
+            return
+        records = read_metrics(self.path.parent)
+        kept = [r for r in records if r["step"] <= step]
+        if len(kept) < len(records):
+            with atomic_open(self.path) as f:
+                f.write("".join(json.dumps(r) + "\n" for r in kept).encode())
 
     def close(self) -> None:
         if self.writer is not None:

@@ -2,7 +2,8 @@
 
 It knows the Task protocol (zoo/train/task.py) and nothing of any task. It owns devices,
 torchrun/DDP, bf16 autocast, gradient accumulation, clipping, optimizer and schedule, EMA,
-evaluation, checkpoints with exact resume, metrics and the progress bar.
+evaluation, checkpoints with exact resume, the run directory, signals, metrics and the
+progress bar.
 """
 
 from __future__ import annotations
@@ -24,21 +25,24 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from zoo.config import UserError, to_yaml
-from zoo.train.checkpoint import CheckpointManager
-from zoo.train.config import RunConfig
-from zoo.train.distributed import (DistEnv, all_gather_objects, all_reduce_sum, barrier,
+from zoo.train.checkpoint import CheckpointManager, load_weights, schema_name
+from zoo.train.config import RunConfig, TrainConfig
+from zoo.train.distributed import (all_gather_objects, all_reduce_sum, barrier, broadcast_object,
                                    init_distributed)
+from zoo.train.evaluation import autocast, evaluation
+from zoo.train.interrupt import Interrupted, StopRequest
 from zoo.train.metrics_log import MetricsLog
 from zoo.train.optim import build_optimizer
+from zoo.train.rundir import RunDirectory
 from zoo.train.schedules import build_schedule
 from zoo.train.state import rng_state, seed_everything, set_rng_state
-from zoo.train.task import StepOutput, Task
+from zoo.train.task import RunContext, Task, Term, task_artifacts
 
 log = logging.getLogger("zoo.train")
 
 
 class TrainingDiverged(UserError):
-    """The loss became NaN or infinite."""
+    """The loss became NaN or infinite (and the policy says stop, or skipping did not help)."""
 
 
 @dataclass
@@ -47,6 +51,7 @@ class FitResult:
     metrics: dict[str, float]
     run_dir: Path
     step: int
+    run: RunContext       # rank, device, precision: run further evaluation as the run did
 
 
 @dataclass
@@ -71,25 +76,41 @@ def move_to(obj: Any, device: torch.device) -> Any:
     return obj
 
 
+def check_train_config(tc: TrainConfig) -> None:
+    """Values the loop cannot run with, named by key before any work starts."""
+    choices = {"precision": ("fp32", "bf16"), "nan_policy": ("stop", "skip"), "best_mode": ("max", "min")}
+    for key, allowed in choices.items():
+        if getattr(tc, key) not in allowed:
+            raise UserError(f"key 'train.{key}': must be {' or '.join(allowed)}, not {getattr(tc, key)!r}")
+    for key, least in (("grad_accum", 1), ("log_every", 1), ("max_steps", 0), ("eval_every", 0),
+                       ("save_every", 0), ("keep_last", 1), ("nan_max_skips", 1), ("threads", 0)):
+        if getattr(tc, key) < least:
+            raise UserError(f"key 'train.{key}': must be at least {least}, not {getattr(tc, key)}")
+
+
 class Runner:
     """One training run. Use `fit(cfg, task)`."""
 
     def __init__(self, cfg: RunConfig, task: Task) -> None:
         self.cfg, self.tc, self.task = cfg, cfg.train, task
-        if self.tc.precision not in ("fp32", "bf16"):
-            raise UserError(f"key 'train.precision': must be fp32 or bf16, not {self.tc.precision!r}")
-        if self.tc.nan_policy not in ("stop", "skip"):
-            raise UserError(f"key 'train.nan_policy': must be stop or skip, not {self.tc.nan_policy!r}")
-        if self.tc.grad_accum < 1:
-            raise UserError("key 'train.grad_accum': must be at least 1")
+        check_train_config(self.tc)
         if self.tc.threads > 0:
             torch.set_num_threads(self.tc.threads)
-        self.env: DistEnv = init_distributed(self.tc.device)
-        self.run_dir = Path(self.tc.out_dir)
+        env = init_distributed(self.tc.device)
+        self.run = RunContext(**dataclasses.asdict(env), run_dir=Path(self.tc.out_dir),
+                              seed=self.tc.seed, precision=self.tc.precision)
+        self.run_dir = self.run.run_dir
         self.unit_name = getattr(task, "unit_name", "units")
+        self.directory = RunDirectory(self.run_dir)
+        outcome = "new"
+        if self.run.is_main:
+            outcome = self.directory.prepare(to_yaml(cfg), resume=self.tc.resume)
+        outcome = broadcast_object(outcome, self.run)
 
+        task.setup(self.run)
+        self.artifacts = task_artifacts(task)
         seed_everything(self.tc.seed)  # same initial weights on every rank
-        self.model = task.build_model().to(self.env.device)
+        self.model = task.build_model().to(self.run.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(self.model, cfg.optim)
         self.scheduler = build_schedule(self.optimizer, cfg.schedule, self.tc.max_steps)
@@ -100,17 +121,19 @@ class Runner:
                                              best_mode=self.tc.best_mode)
         self.step, self.position, self.best = 0, DataPosition(), None
         self.last_metrics: dict[str, float] = {}
-        seed_everything(self.tc.seed + self.env.rank)  # independent dropout per rank
-        if self.tc.resume:
+        seed_everything(self.tc.seed + self.run.rank)  # independent dropout per rank
+        if outcome == "resume":
             self._resume()
         self.train_model = self._wrap(self.model)
+        self.stop = StopRequest()
+        self.skipped_in_a_row = 0
 
     # ----- set-up -------------------------------------------------------------------------
     def _wrap(self, model: nn.Module) -> nn.Module:
         if self.tc.compile:
             model = torch.compile(model)
-        if self.env.enabled:
-            ids = [self.env.local_rank] if self.env.device.type == "cuda" else None
+        if self.run.enabled:
+            ids = [self.run.local_rank] if self.run.device.type == "cuda" else None
             model = DistributedDataParallel(model, device_ids=ids)
         return model
 
@@ -119,21 +142,22 @@ class Runner:
         if found is None:
             return
         path, state = found
-        self.model.load_state_dict(state["model"])
+        load_weights(self.model, state["model"], path)
         self.optimizer.load_state_dict(state["optimizer"])
         self._check_optimizer_state(path)
         self.scheduler.load_state_dict(state["scheduler"])
         if self.ema is not None and "ema" in state:
             self.ema.load_state_dict(state["ema"])
-        self.step, self.best = state["step"], state.get("best")
+        # best.pt may be newer than the step file (evaluation runs after the save).
+        self.step, self.best = state["step"], self.checkpoints.best_value()
         self.position = DataPosition(**state["position"])
         self.last_metrics = state.get("metrics", {})
         rngs = state["rng"]
-        if len(rngs) == self.env.world_size:
-            set_rng_state(rngs[self.env.rank])
+        if len(rngs) == self.run.world_size:
+            set_rng_state(rngs[self.run.rank])
         else:
             log.warning("checkpoint has RNG states of %d ranks, this run has %d: dropout will "
-                        "differ from an uninterrupted run", len(rngs), self.env.world_size)
+                        "differ from an uninterrupted run", len(rngs), self.run.world_size)
         self._print(f"resumed from {path} at step {self.step} "
                     f"(epoch {self.position.epoch}, batch {self.position.batch})")
 
@@ -149,7 +173,7 @@ class Runner:
                                         "the checkpoint comes from a different model definition")
 
     def _print(self, text: str) -> None:
-        if self.env.is_main:
+        if self.run.is_main:
             tqdm.write(text)
 
     # ----- data ---------------------------------------------------------------------------
@@ -157,9 +181,7 @@ class Runner:
         """Yield batches forever, advancing epochs; `self.position` counts what was yielded."""
         while True:
             empty = True
-            for batch in self.task.train_batches(self.position.epoch, start=self.position.batch,
-                                                 rank=self.env.rank,
-                                                 world_size=self.env.world_size):
+            for batch in self.task.train_batches(self.position.epoch, start=self.position.batch):
                 empty = False
                 self.position.batch += 1
                 yield batch
@@ -168,150 +190,224 @@ class Runner:
             self.position = DataPosition(self.position.epoch + 1, 0)
 
     # ----- one optimizer step -------------------------------------------------------------
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        return torch.autocast(self.env.device.type, dtype=torch.bfloat16,
-                              enabled=self.tc.precision == "bf16")
+    def _step_units(self, micro: list[Any]) -> tuple[dict[str, float], float]:
+        """Each term's units over the step's micro-batches and ranks (one all-reduce), and the
+        throughput count."""
+        counts = [self.task.units(batch) for batch in micro]
+        keys = list(counts[0])
+        totals = all_reduce_sum(torch.tensor([[c[k] for k in keys] for c in counts],
+                                             dtype=torch.float64, device=self.run.device).sum(0), self.run)
+        units = dict(zip(keys, totals.tolist()))
+        throughput = units.pop(self.unit_name) if self.unit_name in units else units[keys[0]]
+        return units, throughput
 
     def _train_step(self, batches: Iterator[Any]) -> dict[str, float] | None:
-        """Accumulate `grad_accum` micro-batches, normalise by their total units, step.
+        """Accumulate `grad_accum` micro-batches and step.
 
-        With several micro-batches or ranks, gradients of summed losses are scaled by
-        world_size / total units after backward: DDP averages over ranks, so the result is
-        exactly d(sum of losses)/d(theta) / total units, the gradient of one batch holding every
-        micro-batch of every rank.
+        Every term's units are counted before the forward, so each micro-batch's term loss is
+        scaled by world_size / (the step's total units of that term) before backward: with DDP
+        averaging over ranks, the gradient is exactly that of one batch holding every
+        micro-batch of every rank, for every term. Returns None for a skipped step.
         """
-        k = self.tc.grad_accum
-        # One micro-batch on one process knows its units before backward: divide the loss, not
-        # every gradient afterwards.
-        single = k == 1 and not self.env.enabled
-        keys: list[str] = []
-        totals: torch.Tensor | None = None
-        for i in range(k):
-            batch = move_to(next(batches), self.env.device)
-            sync = self.env.enabled and i < k - 1
-            with self.train_model.no_sync() if sync else contextlib.nullcontext():
-                with self._autocast():
-                    out: StepOutput = self.task.train_step(self.train_model, batch)
-                (out.loss / out.units if single else out.loss).backward()
-            keys = ["loss", "units", *out.metrics]
-            values = self._stack([out.loss.detach(), out.units, *out.metrics.values()])
-            totals = values if totals is None else totals + values
-        sums = dict(zip(keys, all_reduce_sum(totals, self.env).tolist()))
-        units = sums.pop("units")
-        if units <= 0:
+        micro = [move_to(next(batches), self.run.device) for _ in range(self.tc.grad_accum)]
+        units, throughput = self._step_units(micro)
+        if not any(units.values()):
             raise UserError(f"step {self.step + 1}: the batches hold no {self.unit_name} to train on")
-        if not math.isfinite(sums["loss"]):
-            self.optimizer.zero_grad(set_to_none=True)
-            message = f"loss is {sums['loss']} at step {self.step + 1}"
-            if self.tc.nan_policy == "stop":
-                raise TrainingDiverged(message + " (set train.nan_policy=skip to skip such steps)")
-            self._print(message + ": step skipped")
-            return None
-        if not single:
-            grads = [p.grad for p in self.params if p.grad is not None]
-            torch._foreach_mul_(grads, self.env.world_size / units)
+        scale = {t: self.run.world_size / u if u else 0.0 for t, u in units.items()}
+        names: list[str] = []
+        sums: torch.Tensor | None = None
+        for i, batch in enumerate(micro):
+            sync = self.run.enabled and i < len(micro) - 1
+            with self.train_model.no_sync() if sync else contextlib.nullcontext():
+                with autocast(self.run.device, self.tc.precision):
+                    terms: dict[str, Term] = self.task.train_step(self.train_model, batch)
+                objective = sum(term.loss * scale[name] for name, term in terms.items())
+                objective.backward()
+            names, values = self._flatten(terms)
+            sums = values if sums is None else sums + values
+        # One all-reduce for every sum and the stop flag: a signal on any rank stops them all.
+        flag = torch.tensor([float(self.stop.signum is not None)], dtype=torch.float64,
+                            device=self.run.device)
+        reduced = all_reduce_sum(torch.cat([sums, flag]), self.run).tolist()
+        self.stop_everywhere = reduced.pop() > 0
+        return self._finish_step(dict(zip(names, reduced)), units, throughput)
+
+    def _flatten(self, terms: dict[str, Term]) -> tuple[list[str], torch.Tensor]:
+        """Names "term:metric" and one float64 vector of a micro-batch's sums (one sync)."""
+        names, values = [], []
+        for name, term in terms.items():
+            for metric, value in {"loss": term.loss, **term.metrics}.items():
+                names.append(f"{name}:{metric}")
+                values.append(torch.as_tensor(value).detach().to(self.run.device, torch.float64))
+        return names, torch.stack(values)
+
+    def _finish_step(self, sums: dict[str, float], units: dict[str, float],
+                     throughput: float) -> dict[str, float] | None:
+        """Check the loss, clip, step the optimizer; the step's per-unit means for the log."""
+        means: dict[str, float] = {}
+        single = len(units) == 1
+        for key, value in sums.items():
+            term, metric = key.split(":", 1)
+            means[metric if single else f"{term}_{metric}"] = value / units[term] if units[term] else 0.0
+        loss = sum(means["loss" if single else f"{t}_loss"] for t in units)
         grad_norm = (torch.nn.utils.clip_grad_norm_(self.params, self.tc.clip_norm).item()
                      if self.tc.clip_norm > 0 else None)
+        if not math.isfinite(loss) or (grad_norm is not None and not math.isfinite(grad_norm)):
+            self._skip_or_stop(f"loss {loss}, gradient norm {grad_norm}")
+            return None
+        self.skipped_in_a_row = 0
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
             self.ema.update_parameters(self.model)
-        result = {key: value / units for key, value in sums.items()}
-        result[self.unit_name] = units
+        means["loss"] = loss
+        means[self.unit_name] = throughput
         if grad_norm is not None:
-            result["grad_norm"] = grad_norm
-        return result
+            means["grad_norm"] = grad_norm
+        return means
 
-    def _stack(self, values: list[float | torch.Tensor]) -> torch.Tensor:
-        """One float64 vector of a micro-batch's sums: one all-reduce and one sync per step."""
-        return torch.stack([torch.as_tensor(v).detach().to(self.env.device, torch.float64)
-                            for v in values])
+    def _skip_or_stop(self, what: str) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        step = self.step + 1
+        if self.tc.nan_policy == "stop":
+            raise TrainingDiverged(f"non-finite {what} at step {step} (set train.nan_policy=skip "
+                                   "to skip such steps)")
+        self.skipped_in_a_row += 1
+        if not all(torch.isfinite(p).all() for p in self.params):
+            raise TrainingDiverged(f"step {step}: the weights themselves are no longer finite; "
+                                   "resume from an earlier checkpoint with a lower learning rate")
+        if self.skipped_in_a_row >= self.tc.nan_max_skips:
+            raise TrainingDiverged(f"{self.skipped_in_a_row} steps in a row had non-finite {what} "
+                                   f"(last at step {step}; train.nan_max_skips={self.tc.nan_max_skips})")
+        self._print(f"non-finite {what} at step {step}: step skipped")
 
     # ----- evaluation and checkpoints -----------------------------------------------------
     def eval_model(self) -> nn.Module:
         return self.ema.module if self.ema is not None else self.model
 
     def evaluate(self) -> dict[str, float]:
-        model = self.eval_model()
-        model.eval()
-        with torch.no_grad(), self._autocast():
-            metrics = {k: float(v) for k, v in self.task.evaluate(model).items()}
-        self.model.train()
+        """Task metrics on rank 0 (the others wait and receive them)."""
+        metrics: dict[str, float] = {}
+        if self.run.is_main:
+            model = self.eval_model()
+            with evaluation(model, self.tc.precision):
+                metrics = {k: float(v) for k, v in self.task.evaluate(model).items()}
+        metrics = broadcast_object(metrics, self.run)
         self.last_metrics = metrics
         return metrics
 
-    def save(self) -> None:
+    def _state(self) -> dict:
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "step": self.step,
             "position": dataclasses.asdict(self.position),
-            "rng": all_gather_objects(rng_state(), self.env),
+            "rng": all_gather_objects(rng_state(), self.run),
             "best": self.best,
             "metrics": self.last_metrics,
             "config": to_yaml(self.cfg),
+            "schema": schema_name(type(self.cfg)),
+            "artifacts": self.artifacts,
         }
         if self.ema is not None:
             state["ema"] = self.ema.state_dict()
-        if self.env.is_main:
-            self.best = self.checkpoints.save(state, self.step, self.last_metrics)
-        barrier(self.env)
+        return state
+
+    def save(self) -> Path:
+        state = self._state()  # every rank gathers RNG states
+        path = self.checkpoints.directory / f"step_{self.step:08d}.pt"
+        if self.run.is_main:
+            path = self.checkpoints.save(state, self.step)
+        barrier(self.run)
+        return path
+
+    def _evaluate_after_save(self, saved: Path) -> dict[str, float]:
+        """Evaluate once the step is safe on disk; a failure names the step and the checkpoint."""
+        try:
+            metrics = self.evaluate()
+        except UserError as err:
+            raise UserError(f"evaluation at step {self.step} failed ({err}); training up to this "
+                            f"step is saved in {saved}") from None
+        except Exception as err:
+            raise RuntimeError(f"evaluation at step {self.step} failed; training up to this step "
+                               f"is saved in {saved}") from err
+        if self.checkpoints.is_better(metrics, self.best):
+            self.best = float(metrics[self.tc.best_metric])
+            if self.run.is_main:
+                self.checkpoints.save_best(self._state())
+        return metrics
 
     # ----- the loop -----------------------------------------------------------------------
     def fit(self) -> FitResult:
         tc, started = self.tc, time.time()
-        if self.env.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / "config.yaml").write_text(to_yaml(self.cfg))
+        if self.run.is_main:
             params = sum(p.numel() for p in self.model.parameters())
             self._print(f"config:\n{to_yaml(self.cfg)}model: {params:,} parameters on "
-                        f"{self.env.device} x{self.env.world_size}, {tc.precision}")
-        metrics_log = MetricsLog(self.run_dir, enabled=self.env.is_main, tensorboard=tc.tensorboard)
-        bar = tqdm(total=tc.max_steps, initial=self.step, disable=not (self.env.is_main and tc.progress),
+                        f"{self.run.device} x{self.run.world_size}, {tc.precision}")
+        metrics_log = MetricsLog(self.run_dir, enabled=self.run.is_main, tensorboard=tc.tensorboard)
+        metrics_log.drop_after(self.step)  # records of steps a crash lost are redone
+        bar = tqdm(total=tc.max_steps, initial=self.step, disable=not (self.run.is_main and tc.progress),
                    dynamic_ncols=True, desc="train")
         batches = self._batches()
         window: dict[str, float] = {}
         window_start, window_steps = time.time(), 0
         self.model.train()
+        self.stop_everywhere = False
         try:
-            while self.step < tc.max_steps:
-                result = self._train_step(batches)
-                if result is None:
-                    continue
-                self.step += 1
-                window_steps += 1
-                for key, value in result.items():
-                    window[key] = window.get(key, 0.0) + value
-                bar.update(1)
-                if self.step % tc.log_every == 0 or self.step == tc.max_steps:
-                    record = self._window_record(window, window_steps, time.time() - window_start)
-                    metrics_log.write("train", self.step, record)
-                    bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
-                                    **{f"{self.unit_name}/s": f"{record[self.unit_name + '_per_s']:.0f}"})
-                    window, window_start, window_steps = {}, time.time(), 0
-                last = self.step == tc.max_steps
-                if last or (tc.eval_every and self.step % tc.eval_every == 0):
-                    metrics = self.evaluate()
-                    metrics_log.write("valid", self.step, metrics)
-                    self._print(f"step {self.step}: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
-                if last or (tc.save_every and self.step % tc.save_every == 0):
-                    self.save()
+            with self.stop:
+                while self.step < tc.max_steps:
+                    result = self._train_step(batches)
+                    if result is not None:
+                        self.step += 1
+                        window_steps += 1
+                        for key, value in result.items():
+                            window[key] = window.get(key, 0.0) + value
+                        bar.update(1)
+                        if self.step % tc.log_every == 0 or self.step == tc.max_steps:
+                            record = self._window_record(window, window_steps, time.time() - window_start)
+                            metrics_log.write("train", self.step, record)
+                            bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
+                                            **{f"{self.unit_name}/s": f"{record[self.unit_name + '_per_s']:.0f}"})
+                            window, window_start, window_steps = {}, time.time(), 0
+                    if self.stop_everywhere:
+                        self._stop_on_signal()
+                    if result is not None:
+                        self._save_and_evaluate(metrics_log)
             if not self.last_metrics:  # resumed a finished run
-                self.last_metrics = self.evaluate()
+                self.evaluate()
         finally:
             bar.close()
             metrics_log.close()
-        if self.env.is_main:
+            self.directory.release()
+        if self.run.is_main:
             summary = {"step": self.step, "metrics": self.last_metrics,
                        "train_seconds_this_run": round(time.time() - started, 1),
                        "parameters": sum(p.numel() for p in self.model.parameters()),
-                       "device": str(self.env.device), "world_size": self.env.world_size}
+                       "device": str(self.run.device), "world_size": self.run.world_size}
             (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         model = self.eval_model()
         model.eval()
-        return FitResult(model, self.last_metrics, self.run_dir, self.step)
+        return FitResult(model, self.last_metrics, self.run_dir, self.step, self.run)
+
+    def _save_and_evaluate(self, metrics_log: MetricsLog) -> None:
+        """Save first whenever an evaluation is due, so a failing evaluation loses nothing."""
+        tc, last = self.tc, self.step == self.tc.max_steps
+        evaluate = last or (tc.eval_every and self.step % tc.eval_every == 0)
+        if not (evaluate or last or (tc.save_every and self.step % tc.save_every == 0)):
+            return
+        saved = self.save()
+        if evaluate:
+            metrics = self._evaluate_after_save(saved)
+            metrics_log.write("valid", self.step, metrics)
+            self._print(f"step {self.step}: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+
+    def _stop_on_signal(self) -> None:
+        saved = self.save()
+        name = self.stop.name or "a signal on another rank"
+        raise Interrupted(f"stopped by {name} at step {self.step}; checkpoint saved to {saved}. "
+                          "Run the same command again to resume.", self.stop.signum or 15)
 
     def _window_record(self, window: dict[str, float], steps: int, seconds: float) -> dict[str, float]:
         units = window.pop(self.unit_name)

@@ -35,6 +35,17 @@ def cosine(warmup_steps: int, total_steps: int, min_ratio: float) -> Callable[[i
     return factor
 
 
+def linear(warmup_steps: int, total_steps: int) -> Callable[[int], float]:
+    """BERT's schedule: linear warm-up to the peak, then linear decay to 0 at `total_steps`."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return factor
+
+
 def constant(warmup_steps: int) -> Callable[[int], float]:
     def factor(step: int) -> float:
         return min(1.0, (step + 1) / warmup_steps) if warmup_steps > 0 else 1.0
@@ -42,15 +53,18 @@ def constant(warmup_steps: int) -> Callable[[int], float]:
     return factor
 
 
+SCHEDULES: dict[str, Callable[[ScheduleConfig, int], Callable[[int], float]]] = {
+    "inverse_sqrt": lambda cfg, total: inverse_sqrt(cfg.warmup_steps),
+    "cosine": lambda cfg, total: cosine(cfg.warmup_steps, total, cfg.min_lr_ratio),
+    "linear": lambda cfg, total: linear(cfg.warmup_steps, total),
+    "constant": lambda cfg, total: constant(cfg.warmup_steps),
+}
+
+
 def build_schedule(optimizer: torch.optim.Optimizer, cfg: ScheduleConfig,
                    total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
-    if cfg.name == "inverse_sqrt":
-        fn = inverse_sqrt(cfg.warmup_steps)
-    elif cfg.name == "cosine":
-        fn = cosine(cfg.warmup_steps, total_steps, cfg.min_lr_ratio)
-    elif cfg.name == "constant":
-        fn = constant(cfg.warmup_steps)
-    else:
+    """LambdaLR multiplying `optim.lr` by the schedule named `cfg.name` (see SCHEDULES)."""
+    if cfg.name not in SCHEDULES:
         raise ConfigError(f"key 'schedule.name': unknown schedule {cfg.name!r}; "
-                          "choose inverse_sqrt, cosine or constant")
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
+                          f"choose {', '.join(SCHEDULES)}")
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, SCHEDULES[cfg.name](cfg, total_steps))

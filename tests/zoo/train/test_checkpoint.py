@@ -32,7 +32,7 @@ def test_checkpoint_with_code_payload_is_refused(tmp_path):
 def test_truncated_newest_checkpoint_leaves_previous_loadable(tmp_path):
     manager = CheckpointManager(tmp_path, keep_last=3)
     for step in (1, 2):
-        manager.save({"model": {"w": torch.full((64, 64), float(step))}, "step": step}, step, None)
+        manager.save(resumable(step, w=torch.full((64, 64), float(step))), step)
     newest = tmp_path / "step_00000002.pt"
     newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])
     with pytest.raises(UserError, match="step_00000002.pt"):
@@ -40,6 +40,7 @@ def test_truncated_newest_checkpoint_leaves_previous_loadable(tmp_path):
     path, state = manager.latest_valid()
     assert path.name == "step_00000001.pt" and state["step"] == 1
     assert torch.equal(state["model"]["w"], torch.ones(64, 64))
+    assert (tmp_path / "step_00000002.pt.unreadable").is_file()  # kept for inspection
 
 
 def test_crash_while_writing_keeps_the_old_file(tmp_path, monkeypatch):
@@ -58,11 +59,49 @@ def test_crash_while_writing_keeps_the_old_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]  # no temp file left behind
 
 
-def test_rotation_keeps_last_k_and_best(tmp_path):
-    manager = CheckpointManager(tmp_path, keep_last=2, best_metric="acc", best_mode="max")
-    state: dict = {"step": 0}
-    for step, acc in enumerate([0.5, 0.9, 0.7, 0.6], start=1):
-        state["step"] = step
-        manager.save(state, step, {"acc": acc})
+def resumable(step: int, **weights) -> dict:
+    return {"model": weights, "optimizer": {}, "scheduler": {}, "step": step, "position": {},
+            "rng": [], "config": ""}
+
+
+def test_rotation_keeps_the_last_k(tmp_path):
+    manager = CheckpointManager(tmp_path, keep_last=2)
+    for step in range(1, 5):
+        manager.save(resumable(step), step)
     assert sorted(p.name for p in tmp_path.glob("step_*.pt")) == ["step_00000003.pt", "step_00000004.pt"]
-    assert load_checkpoint(tmp_path / "best.pt")["step"] == 2
+
+
+def test_restarts_past_unreadable_checkpoints_never_delete_a_valid_one(tmp_path):
+    """Broken newer files once made rotation delete every good checkpoint."""
+    manager = CheckpointManager(tmp_path, keep_last=2)
+    manager.save(resumable(1), 1)
+    for step in (2, 3, 4):  # newer but unreadable (a disk error, a foreign file)
+        (tmp_path / f"step_{step:08d}.pt").write_bytes(b"garbage")
+    path, _ = manager.latest_valid()
+    assert path.name == "step_00000001.pt"
+    manager.save(resumable(2), 2)  # the resumed run writes its next checkpoint
+    assert sorted(p.name for p in tmp_path.glob("step_*.pt")) == ["step_00000001.pt", "step_00000002.pt"]
+
+
+def test_a_file_that_cannot_be_resumed_is_set_aside(tmp_path):
+    manager = CheckpointManager(tmp_path, keep_last=3)
+    manager.save(resumable(1), 1)
+    save_atomic({"model": {}, "config": "", "step": 2}, tmp_path / "step_00000002.pt")  # an average
+    path, _ = manager.latest_valid()
+    assert path.name == "step_00000001.pt"
+    assert (tmp_path / "step_00000002.pt.unreadable").is_file()
+
+
+def test_no_resumable_checkpoint_is_an_error_not_a_fresh_start(tmp_path):
+    (tmp_path / "step_00000005.pt").write_bytes(b"garbage")
+    with pytest.raises(UserError, match="none of the 1 step checkpoints"):
+        CheckpointManager(tmp_path, keep_last=2).latest_valid()
+
+
+def test_full_disk_is_named(tmp_path, monkeypatch):
+    def full(obj, f):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(UserError, match="disk full"):
+        save_atomic({"step": 1}, tmp_path / "x.pt")

@@ -3,12 +3,14 @@
 import copy
 import os
 import socket
+import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from tasks.reverse.task import ReverseTask
+from toy import ToyTask
 from zoo.train import fit
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
 
@@ -20,21 +22,23 @@ def _free_port() -> int:
 
 
 def _worker(rank: int, world_size: int, port: int, cfg) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))  # spawned: import the toy task again
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     try:
-        fit(cfg, ReverseTask(cfg))
+        fit(cfg, ToyTask(cfg))
     finally:
         dist.destroy_process_group()
 
 
 def test_two_process_ddp_equals_one_process_on_the_joined_batch(tiny_cfg, tmp_path):
+    """With two loss terms of different units, accumulation and a rank-0-only evaluation."""
     cfg = tiny_cfg
-    cfg.train.max_steps = 2
+    cfg.train.max_steps, cfg.two_terms, cfg.train.eval_every = 2, True, 1
     cfg.train.grad_accum = 2  # exercises no_sync on the first micro-batch
     single = copy.deepcopy(cfg)
     single.train.out_dir = str(tmp_path / "single")
-    fit(single, ReverseTask(single))
+    fit(single, ToyTask(single))
 
     ddp = copy.deepcopy(cfg)
     ddp.train.out_dir = str(tmp_path / "ddp")

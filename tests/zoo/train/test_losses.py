@@ -1,0 +1,20 @@
+"""Label-smoothed cross-entropy against its definition."""
+
+import torch
+
+from zoo.train.losses import label_smoothed_cross_entropy
+
+
+def test_label_smoothing_equals_the_definition_with_padding_ignored():
+    torch.manual_seed(0)
+    logits, target = torch.randn(2, 5, 7, dtype=torch.float64), torch.randint(1, 7, (2, 5))
+    target[0, 3:] = 0  # padding
+    eps = 0.1
+    loss, nll, units = label_smoothed_cross_entropy(logits, target, smoothing=eps, ignore_index=0)
+    logp = logits.log_softmax(-1)
+    real = target != 0
+    true_nll = -logp.gather(-1, target[..., None])[..., 0]
+    smoothed = (1 - eps) * true_nll - eps * logp.mean(-1)  # against (1-eps) one_hot + eps/V
+    assert units == real.sum()
+    torch.testing.assert_close(loss.double(), smoothed[real].sum())
+    torch.testing.assert_close(nll.double(), true_nll[real].sum())
