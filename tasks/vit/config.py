@@ -18,16 +18,17 @@ class ModelConfig:
     in_chans: int = field(default=1, metadata={"help": "image channels (1 grey, 3 RGB)"})
     num_classes: int = field(default=10, metadata={"help": "classes of the head"})
     dim: int = field(default=64, metadata={"help": "model width D"})
-    depth: int = field(default=4, metadata={"help": "encoder layers"})
+    encoder_layers: int = field(default=4, metadata={"help": "encoder layers (timm's depth)"})
     num_heads: int = field(default=4, metadata={"help": "attention heads; must divide dim"})
-    mlp_ratio: float = field(default=2.0, metadata={"help": "FFN hidden width as a multiple of dim"})
+    ffn_dim: int = field(default=128, metadata={"help": "FFN hidden width (timm: mlp_ratio * dim)"})
     pool: str = field(default="avg", metadata={"help": "token (class token) | avg (mean of patch tokens)"})
     class_token: bool = field(default=True, metadata={"help": "prepend a class token (needed by pool=token)"})
     bias: bool = field(default=True, metadata={"help": "biases in the encoder's linear layers"})
     dropout: float = field(default=0.0, metadata={"help": "dropout on embeddings, residual branches and before the head"})
     attn_dropout: float = field(default=0.0, metadata={"help": "dropout on attention weights"})
-    drop_path: float = field(default=0.0, metadata={"help": "stochastic depth: rate of the last layer (rises linearly from 0)"})
+    drop_path_rate: float = field(default=0.0, metadata={"help": "stochastic depth: rate of the last layer (rises linearly from 0)"})
     pretrained: str = field(default="", metadata={"help": "'' | a timm model name (downloads) | a timm checkpoint file (.safetensors/.pth)"})
+    new_head: bool = field(default=False, metadata={"help": "fine-tuning: keep a fresh head instead of the pretrained one (needed when num_classes differs)"})
 
 
 @dataclass

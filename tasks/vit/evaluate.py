@@ -1,80 +1,69 @@
-"""python -m tasks.vit.evaluate --checkpoint RUN_DIR_OR_FILE [--key.sub=value ...]
+"""python -m tasks.vit.evaluate RUN_DIR_OR_FILE [--which=best|last|averaged|FILE] [--key=value ...]
 
 Test-set top-1/top-5 of a trained ViT, a confusion-matrix PNG and an attention-rollout PNG of a
-few test images. The recipe comes from the checkpoint; dotted overrides change it (for example
-`--data.data_dir=...` on another machine).
+few test images. The recipe and the weights (EMA weights when the run kept them) come from the
+checkpoint, through zoo.train.load_trained like every evaluation CLI; the data options below
+change where and how much it reads (for example `--data_dir=...` on another machine).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from tasks.vit.config import ViTConfig
 from tasks.vit.figures import attention_rollout, confusion_matrix, plot_confusion_matrix, plot_rollout
-from tasks.vit.model import ViT, build_model
+from tasks.vit.model import build_model
 from tasks.vit.task import ViTTask, classification_metrics, predict
 from zoo.cli import main_guard
-from zoo.config import ConfigError, UserError, from_yaml
-from zoo.train.checkpoint import load_checkpoint, step_checkpoints
+from zoo.config import UserError, parse_cli
+from zoo.train import RunContext, evaluation, load_trained
 
 
-def find_checkpoint(path: Path) -> Path:
-    """A checkpoint file, or the newest step checkpoint of a run directory."""
-    if path.is_file():
-        return path
-    found = step_checkpoints(path / "checkpoints") if (path / "checkpoints").is_dir() else []
-    if not found:
-        raise UserError(f"{path}: neither a checkpoint file nor a run directory with checkpoints")
-    return found[-1]
+@dataclass
+class EvaluateConfig:
+    run: str = field(default="", metadata={"help": "a run directory or a checkpoint file (required)"})
+    which: str = field(default="best", metadata={"help": "best | last | averaged | a checkpoint file of the run"})
+    out: str = field(default="", metadata={"help": "folder for metrics.json and the PNGs ('' = RUN_DIR/figures)"})
+    images: int = field(default=8, metadata={"help": "test images in the rollout figure"})
+    data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained)"})
+    eval_limit: int = field(default=-1, metadata={"help": "evaluate on this many test images (0 = all, -1 = as trained)"})
+    eval_batch_size: int = field(default=0, metadata={"help": "images per batch (0 = as trained)"})
 
 
-def load_run(path: Path, overrides: list[str]) -> tuple[ViTConfig, ViT]:
-    """The recipe (with overrides) and the model of a checkpoint; EMA weights when it has them."""
-    state = load_checkpoint(path)
-    cfg = from_yaml(ViTConfig, state["config"])
-    if overrides:
-        try:
-            merged = OmegaConf.merge(OmegaConf.structured(cfg), OmegaConf.from_dotlist(
-                [o.removeprefix("--") for o in overrides]))
-            cfg = OmegaConf.to_object(merged)
-        except OmegaConfBaseException as err:
-            raise ConfigError(f"bad override: {str(err).splitlines()[0]}") from None
-    # The pixel statistics are buffers: the checkpoint's values replace these placeholders.
-    model = build_model(cfg.model, mean=(0.0,), std=(1.0,))
-    if "ema" in state:  # AveragedModel's keys: "module." + the model's, plus a counter
-        weights = {k.removeprefix("module."): v for k, v in state["ema"].items()
-                   if k.startswith("module.")}
-    else:
-        weights = state["model"]
-    model.load_state_dict(weights)
-    return cfg, model.eval()
+def recipe_overrides(args: EvaluateConfig) -> list[str]:
+    """The data options the user set, as dotted overrides of the saved recipe."""
+    chosen = {"data_dir": args.data_dir or None,
+              "eval_limit": args.eval_limit if args.eval_limit >= 0 else None,
+              "eval_batch_size": args.eval_batch_size or None}
+    return [f"data.{key}={value}" for key, value in chosen.items() if value is not None]
 
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True, type=Path,
-                        help="a checkpoint file or a run directory (its newest checkpoint)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="folder for metrics.json and the PNGs (default: RUN_DIR/figures)")
-    parser.add_argument("--images", type=int, default=8, help="test images in the rollout figure")
-    args, overrides = parser.parse_known_args(argv)
-    path = find_checkpoint(args.checkpoint)
-    cfg, model = load_run(path, overrides)
-    out = args.out or path.parent.parent / "figures"
+    args = parse_cli(EvaluateConfig, argv, default_config=None, positional=("run",),
+                     description=__doc__.split("\n\n")[1])
+    if not args.run:
+        raise UserError("name a run directory or checkpoint file (python -m tasks.vit.evaluate RUN)")
+    trained = load_trained(args.run, ViTConfig, which=args.which, overrides=recipe_overrides(args))
+    cfg = trained.cfg
+    # The pixel statistics are buffers: the checkpoint's values replace these placeholders.
+    model = trained.load_into(build_model(cfg.model, mean=(0.0,), std=(1.0,)))
+    out = Path(args.out) if args.out else trained.run_dir / "figures"
     out.mkdir(parents=True, exist_ok=True)
     task = ViTTask(cfg)
+    task.setup(RunContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"),
+                          run_dir=trained.run_dir, seed=cfg.train.seed,
+                          precision=cfg.train.precision))
 
-    logits, labels = predict(model, task.test_loader())
+    with evaluation(model, cfg.train.precision):
+        logits, labels = predict(model, task.test_loader())
     metrics = classification_metrics(logits, labels)
-    (out / "metrics.json").write_text(json.dumps({"checkpoint": str(path), **metrics}, indent=2) + "\n")
+    record = {"checkpoint": str(trained.path), "step": trained.step, "ema": trained.ema, **metrics}
+    (out / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
     classes = task.data.classes
     matrix = confusion_matrix(labels, logits.argmax(dim=-1), len(classes))
     plot_confusion_matrix(matrix, classes, out / "confusion_matrix.png",
@@ -88,8 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     looker = "the class token looks" if model.pool == "token" else "the pooled tokens look"
     plot_rollout(images, maps, titles, out / "attention_rollout.png",
                  title=f"attention rollout: where {looker} (true -> predicted)")
+    weights = "EMA weights" if trained.ema else "weights"
     print(f"test top-1 {metrics['top1']:.2f}%  top-5 {metrics['top5']:.2f}%  loss "
-          f"{metrics['loss']:.4f}  ({len(labels)} images, {path})")
+          f"{metrics['loss']:.4f}  ({len(labels)} images, {weights} of {trained.path})")
     print(f"wrote {out / 'metrics.json'}, {out / 'confusion_matrix.png'}, "
           f"{out / 'attention_rollout.png'}")
 

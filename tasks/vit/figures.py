@@ -19,6 +19,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import Tensor  # noqa: E402
 
 from tasks.vit.model import ViT  # noqa: E402
+from zoo.blocks import attention_maps  # noqa: E402
 
 
 def confusion_matrix(labels: Tensor, predictions: Tensor, num_classes: int) -> Tensor:
@@ -35,15 +36,9 @@ def attention_rollout(model: ViT, images: Tensor) -> Tensor:
     With pool="token" this is the class token's row of the rollout; with "avg", the mean of
     the patch tokens' rows.
     """
-    attns = [layer.self_attn for layer in model.encoder.layers]
-    for attn in attns:
-        attn.keep_weights = True
-    try:
+    with attention_maps(model.encoder) as maps:
         model(images)
-        weights = [attn.last_weights for attn in attns]  # each (B, H, N, N)
-    finally:
-        for attn in attns:
-            attn.keep_weights, attn.last_weights = False, None
+    weights = [maps[f"layers.{i}.self_attn"][0] for i in range(len(model.encoder.layers))]
     n = weights[0].shape[-1]
     eye = torch.eye(n, device=images.device)
     rollout = eye.expand(images.shape[0], n, n)

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from tasks.vit.config import ModelConfig
-from zoo.blocks import Encoder, resample_grid
+from zoo.blocks import Encoder, LayerSpec, build_norm, resample_grid
 
 POOLS = ("token", "avg")
 
@@ -28,21 +28,22 @@ class ViT(nn.Module):
     Args:
         image_size: side of the training images; sets the position grid. Other sizes (multiples
             of `patch_size`) work: the positions are resampled bicubically, as timm does.
-        patch_size: P. in_chans: C. num_classes: K. dim: D. depth: encoder layers.
+        patch_size: P. in_chans: C. num_classes: K. dim: D. encoder_layers: depth.
         num_heads: attention heads. ffn_dim: FFN hidden width.
         pool: "token" (the class token) or "avg" (mean of the patch tokens, the paper's GAP;
             the final norm then follows the pooling, as in timm).
         class_token: prepend a class token (required by pool="token").
         bias: biases in all the encoder's linear layers (timm's qkv_bias=False is not this).
         dropout: dropout after the position embedding, on residual branches and before the head.
-        attn_dropout: dropout on attention weights. drop_path: stochastic depth of the last layer.
+        attn_dropout: dropout on attention weights.
+        drop_path_rate: stochastic depth of the last layer (rising linearly from 0, timm's name).
         mean, std: per-channel normalisation applied to the input.
     """
 
     def __init__(self, *, image_size: int, patch_size: int, in_chans: int, num_classes: int,
-                 dim: int, depth: int, num_heads: int, ffn_dim: int, pool: str = "token",
+                 dim: int, encoder_layers: int, num_heads: int, ffn_dim: int, pool: str = "token",
                  class_token: bool = True, bias: bool = True, dropout: float = 0.0,
-                 attn_dropout: float = 0.0, drop_path: float = 0.0,
+                 attn_dropout: float = 0.0, drop_path_rate: float = 0.0,
                  mean: tuple[float, ...] = (0.5,), std: tuple[float, ...] = (0.5,)) -> None:
         super().__init__()
         if pool not in POOLS:
@@ -60,13 +61,12 @@ class ViT(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if class_token else None
         self.pos_embed = nn.Parameter(torch.zeros(1, self.num_prefix + self.grid ** 2, dim))
         self.pos_dropout = nn.Dropout(dropout)
-        self.encoder = Encoder.uniform(depth, dim, num_heads, ffn_dim, pre_norm=True,
-                                       activation="gelu", norm_eps=1e-6, dropout=dropout,
-                                       attn_dropout=attn_dropout, drop_path=drop_path, bias=bias)
+        spec = LayerSpec(dim, num_heads, ffn_dim, dropout=dropout, attn_dropout=attn_dropout,
+                         activation="gelu", norm_eps=1e-6, pre_norm=True, bias=bias)
         # With average pooling the final norm moves after the pooling (timm's fc_norm).
-        self.head_norm = self.encoder.final_norm if pool == "avg" else None
-        if pool == "avg":
-            self.encoder.final_norm = None
+        self.encoder = Encoder.uniform(encoder_layers, spec, drop_path_rate=drop_path_rate,
+                                       final_norm=pool == "token")
+        self.head_norm = build_norm(spec.norm, dim, eps=spec.norm_eps) if pool == "avg" else None
         self.head_dropout = nn.Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
         self.reset_parameters()
@@ -130,10 +130,10 @@ def _channel_stat(values: tuple[float, ...], channels: int) -> Tensor:
 def build_model(cfg: ModelConfig, *, mean: tuple[float, ...], std: tuple[float, ...]) -> ViT:
     """The ViT a config describes; `mean`/`std` come from the data (they live in the model)."""
     return ViT(image_size=cfg.image_size, patch_size=cfg.patch_size, in_chans=cfg.in_chans,
-               num_classes=cfg.num_classes, dim=cfg.dim, depth=cfg.depth, num_heads=cfg.num_heads,
-               ffn_dim=int(cfg.dim * cfg.mlp_ratio), pool=cfg.pool, class_token=cfg.class_token,
-               bias=cfg.bias, dropout=cfg.dropout, attn_dropout=cfg.attn_dropout,
-               drop_path=cfg.drop_path, mean=mean, std=std)
+               num_classes=cfg.num_classes, dim=cfg.dim, encoder_layers=cfg.encoder_layers,
+               num_heads=cfg.num_heads, ffn_dim=cfg.ffn_dim, pool=cfg.pool,
+               class_token=cfg.class_token, bias=cfg.bias, dropout=cfg.dropout,
+               attn_dropout=cfg.attn_dropout, drop_path_rate=cfg.drop_path_rate, mean=mean, std=std)
 
 
 def num_parameters(model: nn.Module) -> int:

@@ -17,7 +17,7 @@ from tasks.vit.transforms import (BatchMixer, SeededTransform, eval_transform, e
                                   train_transform)
 from zoo.config import UserError
 from zoo.data.batching import shard
-from zoo.train import StepOutput
+from zoo.train import RunContext, Term
 
 
 def soft_target_cross_entropy(logits: Tensor, targets: Tensor, *, smoothing: float = 0.0) -> Tensor:
@@ -33,9 +33,9 @@ def topk_correct(logits: Tensor, labels: Tensor, k: int) -> Tensor:
     return (logits.topk(k, dim=-1).indices == labels[:, None]).any(dim=-1).sum()
 
 
-@torch.no_grad()
 def predict(model: nn.Module, loader: DataLoader) -> tuple[Tensor, Tensor]:
-    """Logits (N, K) in float32 and labels (N,) over a loader, on the CPU."""
+    """Logits (N, K) in float32 and labels (N,) over a loader, on the CPU (run it under
+    zoo.train.evaluation)."""
     device = next(model.parameters()).device
     logits, labels = [], []
     for images, batch_labels in iterate(loader):
@@ -57,19 +57,27 @@ class ViTTask:
 
     Args:
         cfg: the full recipe.
-        data: the data set, when the caller already has it (tests); built from cfg.data if None.
+        data: the data set, when the caller already has it (tests); built from cfg.data in
+            `setup` if None.
     """
 
     unit_name = "images"
 
     def __init__(self, cfg: ViTConfig, data: ImageData | None = None) -> None:
         self.cfg = cfg
-        mc, dc = cfg.model, cfg.data
-        self.data = data or build_datasets(dc, channels=mc.in_chans, num_classes=mc.num_classes)
+        self.data = data
+
+    def setup(self, run: RunContext) -> None:
+        """Build (rank 0 first: torchvision may download) and wrap the data sets."""
+        self.run = run
+        mc, dc, seed = self.cfg.model, self.cfg.data, self.cfg.train.seed
+        if self.data is None:
+            with run.main_process_first():
+                self.data = build_datasets(dc, channels=mc.in_chans, num_classes=mc.num_classes)
         if dc.batch_size > len(self.data.train):
             raise UserError(f"key 'data.batch_size': {dc.batch_size} exceeds the "
                             f"{len(self.data.train)} training images")
-        seed, test = cfg.train.seed, self.data.test
+        test = self.data.test
         if 0 < dc.eval_limit < len(test):  # evenly spaced: class-sorted folders stay balanced
             test = Subset(test, torch.linspace(0, len(test) - 1, dc.eval_limit).long().tolist())
         self.train_set = SeededTransform(self.data.train, train_transform(dc, mc.image_size), seed)
@@ -80,15 +88,16 @@ class ViTTask:
 
     def build_model(self) -> ViT:
         model = build_model(self.cfg.model, mean=self.data.mean, std=self.data.std)
-        if self.cfg.model.pretrained:
-            fresh = load_pretrained(model, self.cfg.model.pretrained)
+        mc = self.cfg.model
+        if mc.pretrained:
+            fresh = load_pretrained(model, mc.pretrained, new_head=mc.new_head)
             if fresh:
-                print(f"pretrained {self.cfg.model.pretrained}: kept fresh {sorted(fresh)}")
+                print(f"pretrained {mc.pretrained}: new {', '.join(fresh)} (model.new_head)")
         return model
 
-    def train_batches(self, epoch: int, *, start: int = 0, rank: int = 0,
-                      world_size: int = 1) -> Iterator[tuple[Tensor, Tensor]]:
-        """Shuffled full batches of augmented images with soft targets (B, K)."""
+    def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[tuple[Tensor, Tensor]]:
+        """This rank's shuffled full batches of augmented images with soft targets (B, K)."""
+        rank, world_size = self.run.rank, self.run.world_size
         seed, size = self.cfg.train.seed, self.cfg.data.batch_size
         order = torch.randperm(len(self.train_set),
                                generator=torch.Generator().manual_seed(example_seed(seed, epoch)))
@@ -99,13 +108,16 @@ class ViTTask:
         for index, (images, labels) in enumerate(iterate(loader), start=start):
             yield self.mixer(images, labels, example_seed(seed, epoch, index, rank))
 
-    def train_step(self, model: nn.Module, batch: tuple[Tensor, Tensor]) -> StepOutput:
+    def units(self, batch: tuple[Tensor, Tensor]) -> dict[str, int]:
+        return {"loss": len(batch[0])}
+
+    def train_step(self, model: nn.Module, batch: tuple[Tensor, Tensor]) -> dict[str, Term]:
         images, targets = batch
         logits = model(images)
         loss = soft_target_cross_entropy(logits, targets, smoothing=self.cfg.data.label_smoothing)
         # With mixed targets, "correct" means the prediction is the dominant class.
         correct = topk_correct(logits.detach(), targets.argmax(dim=-1), 1)
-        return StepOutput(loss, len(images), {"top1": 100.0 * correct})
+        return {"loss": Term(loss, {"top1": 100.0 * correct})}
 
     def test_loader(self) -> DataLoader:
         return DataLoader(self.test_set, batch_size=self.cfg.data.eval_batch_size,

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"test top-1 {m['top1']:.2f}%  top-5 {m['top5']:.2f}%  ({cfg.data.dataset}, "
           f"{num_parameters(result.model):,} parameters, {result.step} steps; "
           f"run directory {result.run_dir})")
-    print(f"figures: python -m tasks.vit.evaluate --checkpoint {result.run_dir}")
+    print(f"figures: python -m tasks.vit.evaluate {result.run_dir}")
     print(f"CIFAR-10 recipe: {CIFAR10_COMMAND}")
 
 

@@ -117,10 +117,6 @@ class BatchMixer:
             mixers.append(v2.CutMix(alpha=cutmix_alpha, num_classes=num_classes))
         self.mix = v2.RandomChoice(mixers) if mixers else None
 
-    @property
-    def enabled(self) -> bool:
-        return self.mix is not None
-
     def __call__(self, images: Tensor, labels: Tensor, seed: int) -> tuple[Tensor, Tensor]:
         with seeded(seed):
             if self.mix is not None and torch.rand(()).item() < self.prob:

@@ -126,7 +126,7 @@ def test_other_image_size_equals_timm_dynamic_size() -> None:
     with torch.no_grad():
         ours = model(images)
     assert torch.allclose(ours, _timm_logits(dynamic.eval(), images), atol=1e-5, rtol=0)
-    at_48 = ViT(image_size=48, patch_size=4, in_chans=3, num_classes=10, dim=48, depth=3,
+    at_48 = ViT(image_size=48, patch_size=4, in_chans=3, num_classes=10, dim=48, encoder_layers=3,
                 num_heads=3, ffn_dim=192, mean=(0.5, 0.4, 0.3), std=(0.2, 0.25, 0.3)).eval()
     assert load_timm_state(at_48, timm_model.state_dict()) == []
     with torch.no_grad():
@@ -134,14 +134,14 @@ def test_other_image_size_equals_timm_dynamic_size() -> None:
 
 
 def _tiny(**kwargs) -> ViT:
-    return ViT(image_size=16, patch_size=4, in_chans=3, num_classes=5, dim=32, depth=4,
+    return ViT(image_size=16, patch_size=4, in_chans=3, num_classes=5, dim=32, encoder_layers=4,
                num_heads=2, ffn_dim=64, **kwargs)
 
 
 def test_eval_mode_makes_drop_path_the_identity() -> None:
     torch.manual_seed(0)
-    dropped = _tiny(drop_path=0.5)
-    plain = _tiny(drop_path=0.0)
+    dropped = _tiny(drop_path_rate=0.5)
+    plain = _tiny(drop_path_rate=0.0)
     plain.load_state_dict(dropped.state_dict())
     images = torch.rand(8, 3, 16, 16)
     with torch.no_grad():
@@ -168,7 +168,7 @@ def test_avg_pool_without_class_token_and_bad_arguments() -> None:
     with pytest.raises(ValueError, match="class_token"):
         _tiny(pool="token", class_token=False)
     with pytest.raises(ValueError, match="divide"):
-        ViT(image_size=15, patch_size=4, in_chans=3, num_classes=5, dim=32, depth=1,
+        ViT(image_size=15, patch_size=4, in_chans=3, num_classes=5, dim=32, encoder_layers=1,
             num_heads=2, ffn_dim=64)
 
 
@@ -185,14 +185,16 @@ def test_pretrained_from_a_local_timm_checkpoint_file(tmp_path, suffix: str) -> 
         save_file(state, str(path))
     else:
         torch.save({"model": state}, path)  # timm's training checkpoints nest the weights
-    model = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=10, dim=48, depth=3,
+    model = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=10, dim=48, encoder_layers=3,
                 num_heads=3, ffn_dim=192, mean=(0.5, 0.4, 0.3), std=(0.2, 0.25, 0.3)).eval()
     assert load_pretrained(model, str(path)) == []
     images = torch.rand(2, 3, 32, 32)
     with torch.no_grad():
         assert torch.allclose(model(images), _timm_logits(timm_model, images), atol=1e-5, rtol=0)
-    fine_tune = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=7, dim=48, depth=3,
+    fine_tune = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=7, dim=48, encoder_layers=3,
                     num_heads=3, ffn_dim=192)
-    assert load_pretrained(fine_tune, str(path)) == ["head.weight", "head.bias"]
+    with pytest.raises(UserError, match=r"head.weight \(10, 48\) vs \(7, 48\)"):
+        load_pretrained(fine_tune, str(path))  # strict: a new head only when asked for
+    assert load_pretrained(fine_tune, str(path), new_head=True) == ["head.weight", "head.bias"]
     with pytest.raises(UserError, match="not found"):
         load_pretrained(model, str(tmp_path / "missing.safetensors"))

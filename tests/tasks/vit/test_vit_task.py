@@ -18,10 +18,14 @@ from tasks.vit.figures import attention_rollout, confusion_matrix
 from tasks.vit.model import build_model, num_parameters
 from tasks.vit.task import ViTTask, soft_target_cross_entropy
 from zoo.config import load_config, to_dict
-from zoo.train import fit
+from zoo.train import RunContext, fit
 from zoo.train.config import OptimConfig, ScheduleConfig, TrainConfig
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "vit"
+
+
+def _run(rank: int = 0, world_size: int = 1) -> RunContext:
+    return RunContext(rank=rank, world_size=world_size, local_rank=rank, device=torch.device("cpu"))
 
 
 def _random_images(n: int, seed: int = 0) -> TensorImages:
@@ -38,7 +42,7 @@ def test_tiny_vit_overfits_a_batch_through_the_runner(tmp_path: Path) -> None:
                           tensorboard=False, resume=False),
         optim=OptimConfig(name="adamw", lr=3e-3, betas=[0.9, 0.999], eps=1e-8),
         schedule=ScheduleConfig(name="constant", warmup_steps=5),
-        model=ModelConfig(image_size=8, patch_size=2, in_chans=3, num_classes=4, dim=32, depth=2,
+        model=ModelConfig(image_size=8, patch_size=2, in_chans=3, num_classes=4, dim=32, encoder_layers=2,
                           num_heads=2),
         data=DataConfig(batch_size=16, crop_scale=[], label_smoothing=0.0),
     )
@@ -62,6 +66,7 @@ def test_train_batches_are_reproducible_and_resume_mid_epoch() -> None:
                      (0.5,), (0.25,))
     cfg.model.in_chans, cfg.model.num_classes = 3, 4
     task = ViTTask(cfg, data)
+    task.setup(_run())
     full = list(task.train_batches(1))
     assert len(full) == 4  # full batches only
     again = list(task.train_batches(1))
@@ -69,8 +74,12 @@ def test_train_batches_are_reproducible_and_resume_mid_epoch() -> None:
     tail = list(task.train_batches(1, start=2))
     assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(full[2:], tail))
     assert not torch.equal(full[0][0], next(iter(task.train_batches(2)))[0])
-    ranks = [list(task.train_batches(1, rank=r, world_size=2)) for r in range(2)]
+    ranks = []
+    for rank in range(2):
+        task.setup(_run(rank, 2))
+        ranks.append(list(task.train_batches(1)))
     assert len(ranks[0]) == len(ranks[1]) == 2
+    assert not torch.equal(ranks[0][0][0], ranks[1][0][0])
 
 
 def test_attention_rollout_is_a_distribution_over_patches() -> None:
@@ -78,7 +87,6 @@ def test_attention_rollout_is_a_distribution_over_patches() -> None:
     maps = attention_rollout(model.eval(), torch.rand(3, 1, 8, 8))
     assert maps.shape == (3, 4, 4)
     assert torch.allclose(maps.sum(dim=(1, 2)), torch.ones(3)) and (maps >= 0).all()
-    assert all(layer.self_attn.last_weights is None for layer in model.encoder.layers)
     matrix = confusion_matrix(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3)
     assert matrix.tolist() == [[1, 0, 0], [0, 1, 1], [0, 0, 1]]
 
@@ -95,9 +103,9 @@ def test_imagenet_recipes_are_timms_architectures(recipe: str) -> None:
     import timm
 
     cfg = load_config(ViTConfig, CONFIGS / f"{recipe}.yaml")
-    assert cfg.model.depth == 12
+    assert cfg.model.encoder_layers == 12
     # One layer keeps the test fast; every layer has the same shapes.
-    ours = build_model(dataclasses.replace(cfg.model, depth=1), mean=(0.5,), std=(0.5,))
+    ours = build_model(dataclasses.replace(cfg.model, encoder_layers=1), mean=(0.5,), std=(0.5,))
     reference = timm.create_model(recipe, pretrained=False, depth=1)
     assert {k: v.shape for k, v in zoo_to_timm(ours.state_dict()).items()} == \
         {k: v.shape for k, v in reference.state_dict().items()}
@@ -123,10 +131,18 @@ def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys: pytest.Captu
                     "--train.tensorboard=false", "--data.batch_size=32", "--train.eval_every=0"])
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-3].startswith("test top-1") and "configs/vit/cifar10.yaml" in lines[-1]
-    evaluate_cli.main(["--checkpoint", str(run), "--images", "3"])
+    evaluate_cli.main([str(run), "--images", "3", "--eval_limit=0"])
     figures = run / "figures"
     assert (figures / "confusion_matrix.png").stat().st_size > 1000
     assert (figures / "attention_rollout.png").stat().st_size > 1000
     reported = json.loads((figures / "metrics.json").read_text())
     summary = json.loads((run / "summary.json").read_text())
     assert reported["top1"] == pytest.approx(summary["metrics"]["top1"])
+
+
+def test_evaluate_help_lists_every_option(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        evaluate_cli.main(["--help"])
+    text = capsys.readouterr().out
+    assert all(f"--{name}" in text for name in
+               ("run", "which", "out", "images", "data_dir", "eval_limit", "eval_batch_size"))
