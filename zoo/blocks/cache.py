@@ -96,10 +96,3 @@ class DecoderCache:
         for layer in self.layers:
             layer.self_attn.reorder(index)
             layer.cross_attn.reorder(index)
-
-
-def expand_for_beams(x: Tensor, beam_size: int) -> Tensor:
-    """(B, ...) -> (B * beam_size, ...), each row repeated beam_size times in place."""
-    return x.repeat_interleave(beam_size, dim=0) if beam_size > 1 else x
-
-
