@@ -23,6 +23,15 @@ class ConfigError(ValueError):
     """A recipe or override that does not fit the config schema."""
 
 
+class Invalid(ConfigError):
+    """Raised by a config dataclass's `check()`: `key` is the field's name inside that section;
+    load_config reports it with the section's dotted prefix."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"key '{key}': {message}")
+        self.key, self.message = key, message
+
+
 class UserError(RuntimeError):
     """Bad input from the user (config, files, data): reported in one line, without traceback."""
 
@@ -45,9 +54,26 @@ def load_config(schema: type[T], path: str | Path | None = None,
             raise ConfigError(f"bad override: {_message(err)}") from None
         merged = _merge(merged, override_cfg, "command line")
     try:
-        return OmegaConf.to_object(merged)
+        cfg = OmegaConf.to_object(merged)
     except OmegaConfBaseException as err:
         raise ConfigError(f"config: {_message(err)}") from None
+    check_values(cfg)
+    return cfg
+
+
+def check_values(cfg: Any, prefix: str = "") -> None:
+    """Call `check()` on every config section that defines one (values the model or data
+    cannot be built with), naming the offending key with its full dotted path."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            check_values(value, f"{prefix}{f.name}.")
+    check = getattr(cfg, "check", None)
+    if check is not None:
+        try:
+            check()
+        except Invalid as err:
+            raise ConfigError(f"key '{prefix}{err.key}': {err.message}") from None
 
 
 def _load_yaml(path: Path) -> Any:

@@ -99,3 +99,26 @@ def test_cli_takes_positionals_spaced_values_and_bare_flags():
     assert (cfg.run, cfg.split, cfg.pretty, cfg.beam) == ("runs/x", "test", True, 21)
     with pytest.raises(ConfigError, match="beam"):
         parse_cli(Verb, ["--beam", "wide"], default_config=None, description="")
+
+
+def test_section_checks_name_the_full_key():
+    from dataclasses import dataclass, field
+
+    from zoo.config import Invalid
+
+    @dataclass
+    class Model:
+        dim: int = 8
+        num_heads: int = 2
+
+        def check(self):
+            if self.dim % self.num_heads:
+                raise Invalid("num_heads", f"must divide dim ({self.dim})")
+
+    @dataclass
+    class Recipe:
+        model: Model = field(default_factory=Model)
+
+    assert load_config(Recipe, None, ["model.num_heads=4"]).model.num_heads == 4
+    with pytest.raises(ConfigError, match=r"key 'model.num_heads': must divide dim \(8\)"):
+        load_config(Recipe, None, ["model.num_heads=3"])
