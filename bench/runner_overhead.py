@@ -23,7 +23,7 @@ import torch
 from bench.timing import hardware
 from tasks.reverse.config import ReverseConfig
 from tasks.reverse.task import ReverseTask
-from zoo.train import fit, move_to
+from zoo.train import RunContext, fit, move_to
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -32,6 +32,8 @@ def bare_loop(cfg: ReverseConfig, steps: int) -> None:
     """What a user would write by hand around the same task step: no logging, checkpoints,
     schedule, metric reduction or NaN check."""
     task = ReverseTask(cfg)
+    task.setup(RunContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"),
+                          run_dir=Path("."), seed=cfg.train.seed))
     torch.manual_seed(cfg.train.seed)
     model = task.build_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
@@ -39,8 +41,8 @@ def bare_loop(cfg: ReverseConfig, steps: int) -> None:
     batches = task.train_batches(0)
     for _ in range(steps):
         batch = move_to(next(batches), torch.device("cpu"))
-        out = task.train_step(model, batch)
-        (out.loss / out.units).backward()
+        loss = task.train_step(model, batch)["loss"].loss
+        (loss / task.units(batch)["loss"]).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 

@@ -30,11 +30,12 @@ import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
 from bench.timing import hardware, interleaved_medians
-from zoo.models import ModelConfig, build_model
+from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search
+from zoo.models import ModelConfig, build_model
 
 RESULTS = Path(__file__).parent / "results"
-PAD, BOS, EOS = 0, 2, 3
+PAD, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.bos, SPECIAL_IDS.eos
 
 
 @dataclass
@@ -118,8 +119,8 @@ def run(preset_name: str, repeats: int) -> dict:
     lengths: dict[str, float] = {}
 
     def decode_ours() -> None:
-        out = beam_search(ours, dsrc, bos_idx=BOS, eos_idx=EOS, pad_idx=PAD, beam_size=BEAM,
-                          alpha=0.6, extra_len=EXTRA_LEN)
+        out = beam_search(ours, dsrc, special=SPECIAL_IDS, beam_size=BEAM, alpha=0.6,
+                          max_len_a=1.0, max_len_b=EXTRA_LEN)
         lengths["ours"] = sum(len(h) + 1 for h in out.best()) / len(dsrc)
 
     def decode_marian() -> None:

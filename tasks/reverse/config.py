@@ -14,7 +14,6 @@ class ReverseDataConfig:
     batch_size: int = field(default=64, metadata={"help": "sequences per global batch (all ranks)"})
     batches_per_epoch: int = field(default=100, metadata={"help": "batches in one epoch"})
     valid_size: int = field(default=512, metadata={"help": "held-out sequences for evaluation"})
-    smoothing: float = field(default=0.0, metadata={"help": "label smoothing"})
 
 
 def _tiny_model() -> ModelConfig:
@@ -26,6 +25,7 @@ def _tiny_model() -> ModelConfig:
 class ReverseConfig(RunConfig):
     model: ModelConfig = field(default_factory=_tiny_model)
     data: ReverseDataConfig = field(default_factory=ReverseDataConfig)
+    label_smoothing: float = field(default=0.0, metadata={"help": "eps_ls of the cross-entropy"})
     train: TrainConfig = field(default_factory=lambda: TrainConfig(
         out_dir="runs/reverse", max_steps=400, log_every=50, eval_every=200, best_metric="token_acc"))
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=2e-3))

@@ -3,41 +3,30 @@ batch), so any batch can be regenerated exactly (resume) and split across ranks 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from tasks.reverse.config import ReverseConfig
+from zoo.data.seq2seq import Ids, Seq2SeqBatch, SequencePairs
+from zoo.data.special import SPECIAL_IDS
 from zoo.models import build_model
-from zoo.train import StepOutput, label_smoothed_cross_entropy
+from zoo.train import RunContext, Term, label_smoothed_cross_entropy
 
-PAD, BOS, EOS = 0, 1, 2
-FIRST_SYMBOL = 3
-
-
-@dataclass
-class Batch:
-    src: Tensor      # (B, S) symbols, right-padded
-    tgt_in: Tensor   # (B, T) BOS + reversed symbols
-    tgt_out: Tensor  # (B, T) reversed symbols + EOS
+PAD = SPECIAL_IDS.pad
+FIRST_SYMBOL = SPECIAL_IDS.reserved
 
 
-def make_batch(size: int, cfg: ReverseConfig, generator: torch.Generator) -> Batch:
+def make_pairs(size: int, cfg: ReverseConfig, generator: torch.Generator) -> SequencePairs:
+    """`size` random sequences (symbols FIRST_SYMBOL..) paired with their reversals."""
     d = cfg.data
-    lengths = torch.randint(d.min_len, d.max_len + 1, (size,), generator=generator)
+    lengths = torch.randint(d.min_len, d.max_len + 1, (size,), generator=generator).tolist()
     symbols = torch.randint(FIRST_SYMBOL, FIRST_SYMBOL + d.num_symbols, (size, d.max_len),
-                            generator=generator)
-    src = torch.full((size, d.max_len), PAD)
-    tgt_in = torch.full((size, d.max_len + 1), PAD)
-    tgt_out = torch.full((size, d.max_len + 1), PAD)
-    for i, n in enumerate(lengths.tolist()):
-        seq = symbols[i, :n]
-        src[i, :n] = seq
-        tgt_in[i, 0], tgt_in[i, 1:n + 1] = BOS, seq.flip(0)
-        tgt_out[i, :n], tgt_out[i, n] = seq.flip(0), EOS
-    return Batch(src, tgt_in, tgt_out)
+                            generator=generator).tolist()
+    src = [row[:n] for row, n in zip(symbols, lengths)]
+    return SequencePairs(Ids.from_rows(src), Ids.from_rows([row[::-1] for row in src]))
 
 
 class ReverseTask:
@@ -46,30 +35,37 @@ class ReverseTask:
     def __init__(self, cfg: ReverseConfig) -> None:
         self.cfg = cfg
         self.vocab_size = FIRST_SYMBOL + cfg.data.num_symbols
-        valid_gen = torch.Generator().manual_seed(cfg.train.seed + 10_000_019)
-        self.valid = make_batch(cfg.data.valid_size, cfg, valid_gen)
+        self.run: RunContext | None = None
+
+    def setup(self, run: RunContext) -> None:
+        if self.cfg.data.batch_size % run.world_size:
+            raise ValueError(f"data.batch_size {self.cfg.data.batch_size} is not divisible by "
+                             f"{run.world_size} ranks")
+        self.run = run
+        valid_gen = torch.Generator().manual_seed(self.cfg.train.seed + 10_000_019)
+        size = self.cfg.data.valid_size
+        self.valid = make_pairs(size, self.cfg, valid_gen).collate(np.arange(size), SPECIAL_IDS)
 
     def build_model(self) -> nn.Module:
         return build_model(self.cfg.model, self.vocab_size, self.vocab_size, PAD)
 
-    def train_batches(self, epoch: int, *, start: int = 0, rank: int = 0,
-                      world_size: int = 1) -> Iterator[Batch]:
-        d = self.cfg.data
-        if d.batch_size % world_size:
-            raise ValueError(f"data.batch_size {d.batch_size} is not divisible by {world_size} ranks")
-        per_rank = d.batch_size // world_size
+    def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Seq2SeqBatch]:
+        d, rank = self.cfg.data, self.run.rank  # every rank draws the global batch, keeps its rows
+        per_rank = d.batch_size // self.run.world_size
         for index in range(start, d.batches_per_epoch):
             seed = (self.cfg.train.seed * 1_000_003 + epoch) * 1_000_003 + index
-            full = make_batch(d.batch_size, self.cfg, torch.Generator().manual_seed(seed))
-            rows = slice(rank * per_rank, (rank + 1) * per_rank)
-            yield Batch(full.src[rows], full.tgt_in[rows], full.tgt_out[rows])
+            pairs = make_pairs(d.batch_size, self.cfg, torch.Generator().manual_seed(seed))
+            yield pairs.collate(np.arange(rank * per_rank, (rank + 1) * per_rank), SPECIAL_IDS)
 
-    def train_step(self, model: nn.Module, batch: Batch) -> StepOutput:
+    def units(self, batch: Seq2SeqBatch) -> dict[str, int]:
+        return {"loss": batch.tgt_tokens}
+
+    def train_step(self, model: nn.Module, batch: Seq2SeqBatch) -> dict[str, Term]:
         logits = model(batch.src, batch.tgt_in)
-        loss, nll, tokens = label_smoothed_cross_entropy(
-            logits, batch.tgt_out, smoothing=self.cfg.data.smoothing, ignore_index=PAD)
+        loss, nll, _ = label_smoothed_cross_entropy(
+            logits, batch.tgt_out, smoothing=self.cfg.label_smoothing, ignore_index=PAD)
         correct = ((logits.argmax(-1) == batch.tgt_out) & (batch.tgt_out != PAD)).sum()
-        return StepOutput(loss, tokens, {"nll": nll, "token_acc": correct})
+        return {"loss": Term(loss, {"nll": nll, "token_acc": correct})}
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         device = next(model.parameters()).device

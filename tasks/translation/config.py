@@ -5,8 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from omegaconf import OmegaConf
+
 from zoo.models import ModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
+
+
+def paper_peak_lr(dim: int, warmup_steps: int) -> float:
+    """The peak of the paper's eq. 3, lr = d^-0.5 min(step^-0.5, step warmup^-1.5), reached at
+    step == warmup. Recipes write `optim.lr: ${paper_peak_lr:${model.dim},${schedule.warmup_steps}}`
+    so that `--model.dim=1024` trains at the rate the paper gives a 1024-wide model."""
+    return dim ** -0.5 * warmup_steps ** -0.5
+
+
+OmegaConf.register_resolver("paper_peak_lr", paper_peak_lr, replace=True)
 
 
 @dataclass
@@ -60,7 +72,9 @@ class DecodeConfig:
     beam_size: int = field(default=4, metadata={"help": "beam width for test decoding (the paper: 4)"})
     alpha: float = field(default=0.6, metadata={
         "help": "length penalty exponent of lp(Y) = ((5 + |Y|) / 6)^alpha (the paper: 0.6)"})
-    extra_len: int = field(default=50, metadata={"help": "hypotheses stop at source length + extra_len"})
+    max_len_a: float = field(default=1.0, metadata={
+        "help": "hypotheses stop at max_len_a * source length + max_len_b tokens (the paper: a=1, b=50)"})
+    max_len_b: int = field(default=50, metadata={"help": "see max_len_a"})
     eval_beam_size: int = field(default=1, metadata={
         "help": "beam width of the BLEU computed at each evaluation during training (1 = greedy, fast)"})
     max_tokens: int = field(default=0, metadata={"help": "source tokens per decoding batch (0 = data.max_tokens)"})

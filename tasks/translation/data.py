@@ -7,31 +7,29 @@ Sources (`data.source`):
                `python -m tasks.translation.download`
     files      any folder of SPLIT.LANG or SPLIT.LANG.gz files (`data.path`)
 
-Every sequence carries one special token: sources end with EOS; the decoder reads
-`tgt_in = BOS y` and predicts `tgt_out = y EOS`. Padding is on the right with PAD_ID. Ids are
-stored flat (uint16 when the vocabulary allows) with offsets, so WMT14's 4.5M pairs take about
-0.6 GB, and batches are cut from them on demand.
+Storage, padding and collation are zoo.data.seq2seq's (sources end with EOS; the decoder reads
+BOS y and predicts y EOS); the vocabulary is zoo.data.tokenizer's SentencePiece model.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from tasks.translation import synthetic
 from tasks.translation.config import DataConfig
-from tasks.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from zoo.config import UserError
 from zoo.data.batching import shard, token_batches
 from zoo.data.paths import require, resolve_data_dir, write_atomic
+from zoo.data.seq2seq import Ids, Seq2SeqBatch, SequencePairs, chunk, id_dtype
+from zoo.data.special import SPECIAL_IDS
 from zoo.data.text import ParallelText
+from zoo.data.tokenizer import SentencePieceTokenizer
 
 log = logging.getLogger(__name__)
 
@@ -47,111 +45,16 @@ _ENCODE_CHUNK = 10_000
 
 
 @dataclass
-class Batch:
-    """One batch of sentence pairs, right-padded with PAD_ID.
-
-    src: (B, S) source ids, each row ending with EOS.
-    tgt_in: (B, T) decoder input, BOS + target ids.
-    tgt_out: (B, T) decoder output, target ids + EOS.
-    index: (B,) each row's position in its split (to put decoded sentences back in order).
-    src_tokens, tgt_tokens: real tokens (EOS included, padding not) on each side.
-    """
-
-    src: Tensor
-    tgt_in: Tensor
-    tgt_out: Tensor
-    index: Tensor
-    src_tokens: int
-    tgt_tokens: int
-
-
-@dataclass
-class Ids:
-    """Variable-length id sequences stored flat: row i is flat[offsets[i]:offsets[i + 1]]."""
-
-    flat: np.ndarray
-    offsets: np.ndarray
-
-    @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[int]], vocab_size: int) -> Ids:
-        return cls.concat([_chunk(rows, id_dtype(vocab_size))])
-
-    @classmethod
-    def concat(cls, chunks: list[tuple[np.ndarray, np.ndarray]]) -> Ids:
-        """Join (flat ids, row lengths) chunks."""
-        flat = np.concatenate([f for f, _ in chunks])
-        offsets = np.zeros(sum(len(n) for _, n in chunks) + 1, dtype=np.int64)
-        np.cumsum(np.concatenate([n for _, n in chunks]), out=offsets[1:])
-        return cls(flat, offsets)
-
-
 class EncodedSplit:
-    """The subword ids of one split, stored flat with offsets, and (for evaluation) its text."""
+    """The subword ids of one split and, for evaluation splits, its text."""
 
-    def __init__(self, name: str, src: Ids, tgt: Ids, *, sources: list[str] | None = None,
-                 references: list[str] | None = None) -> None:
-        if src.offsets.size != tgt.offsets.size:
-            raise ValueError(f"{src.offsets.size - 1} sources but {tgt.offsets.size - 1} targets")
-        self.name = name
-        self.src, self.src_offsets = src.flat, src.offsets
-        self.tgt, self.tgt_offsets = tgt.flat, tgt.offsets
-        self.sources, self.references = sources, references
+    name: str
+    pairs: SequencePairs
+    sources: list[str] | None = None
+    references: list[str] | None = None
 
     def __len__(self) -> int:
-        return self.src_offsets.size - 1
-
-    @property
-    def src_lengths(self) -> np.ndarray:
-        """Padded source lengths: ids + EOS."""
-        return np.diff(self.src_offsets) + 1
-
-    @property
-    def tgt_lengths(self) -> np.ndarray:
-        """Padded target lengths: ids + BOS (tgt_in) or ids + EOS (tgt_out)."""
-        return np.diff(self.tgt_offsets) + 1
-
-    def source_ids(self, i: int) -> list[int]:
-        return self.src[self.src_offsets[i]:self.src_offsets[i + 1]].tolist()
-
-    def target_ids(self, i: int) -> list[int]:
-        return self.tgt[self.tgt_offsets[i]:self.tgt_offsets[i + 1]].tolist()
-
-    def collate(self, indices: np.ndarray | list[int]) -> Batch:
-        """The examples at `indices` as one padded batch."""
-        indices = np.asarray(indices, dtype=np.int64)
-        src = _pad(self.src, self.src_offsets, indices, first=None, last=EOS_ID)
-        tgt_in = _pad(self.tgt, self.tgt_offsets, indices, first=BOS_ID, last=None)
-        tgt_out = _pad(self.tgt, self.tgt_offsets, indices, first=None, last=EOS_ID)
-        return Batch(src, tgt_in, tgt_out, torch.from_numpy(indices),
-                     src_tokens=int(self.src_lengths[indices].sum()),
-                     tgt_tokens=int(self.tgt_lengths[indices].sum()))
-
-
-def id_dtype(vocab_size: int) -> type:
-    """The smallest dtype that holds every id: uint16 halves the memory of big corpora."""
-    return np.uint16 if vocab_size <= np.iinfo(np.uint16).max + 1 else np.int32
-
-
-def _chunk(rows: Sequence[Sequence[int]], dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    return np.fromiter(chain.from_iterable(rows), dtype=dtype, count=int(lengths.sum())), lengths
-
-
-def _pad(flat: np.ndarray, offsets: np.ndarray, indices: np.ndarray, *, first: int | None,
-         last: int | None) -> Tensor:
-    """Rows flat[offsets[i]:offsets[i+1]] for i in indices, with an optional token before or
-    after each, right-padded with PAD_ID into a (B, width) long tensor."""
-    starts, lengths = offsets[indices], offsets[indices + 1] - offsets[indices]
-    shift = int(first is not None)
-    width = int(lengths.max()) + 1
-    positions = np.arange(width)[None, :] - shift  # position within the row's ids
-    inside = (positions >= 0) & (positions < lengths[:, None])
-    out = np.where(inside, flat[np.where(inside, starts[:, None] + positions, 0)], PAD_ID).astype(np.int64)
-    if first is not None:
-        out[:, 0] = first
-    if last is not None:
-        out[np.arange(indices.size), lengths] = last
-    return torch.from_numpy(out)
+        return len(self.pairs)
 
 
 # --- corpus -----------------------------------------------------------------------------------
@@ -214,25 +117,27 @@ def load_pairs(cfg: DataConfig, role: str) -> Iterable[tuple[str, str]]:
 # --- tokenizer and encoding -------------------------------------------------------------------
 
 
-def load_tokenizer(cfg: DataConfig, run_dir: Path, *, seed: int = 0) -> Tokenizer:
+def load_tokenizer(cfg: DataConfig, run_dir: Path, *, seed: int = 0) -> SentencePieceTokenizer:
     """RUN_DIR/spm.model: copied from `data.tokenizer` if set, else trained on the training
     pairs, unless it is already there (a resumed run keeps its vocabulary)."""
     path = Path(run_dir) / "spm.model"
-    if cfg.tokenizer and not path.is_file():
-        given = Tokenizer(cfg.tokenizer)  # checks the special ids before copying
-        write_atomic(path, given.path.read_bytes())
-    if path.is_file():
-        log.info("tokenizer: using %s", path)
-        return Tokenizer(path)
-    sentences = (side for pair in load_pairs(cfg, "train") for side in pair)
-    tokenizer = Tokenizer.train(sentences, path, vocab_size=cfg.vocab_size, model_type=cfg.spm_model_type,
-                                character_coverage=cfg.spm_character_coverage,
-                                max_sentences=cfg.spm_max_sentences, seed=seed)
-    log.info("tokenizer: trained %s (%s, %d pieces)", path, cfg.spm_model_type, tokenizer.vocab_size)
-    return tokenizer
+    if not path.is_file():
+        if cfg.tokenizer:
+            tokenizer = SentencePieceTokenizer.load(cfg.tokenizer)  # checks the special ids first
+        else:
+            sentences = (side for pair in load_pairs(cfg, "train") for side in pair)
+            tokenizer = SentencePieceTokenizer.train(
+                sentences, vocab_size=cfg.vocab_size, model_type=cfg.spm_model_type,
+                character_coverage=cfg.spm_character_coverage, max_sentences=cfg.spm_max_sentences,
+                seed=seed)
+            log.info("tokenizer: trained %s (%s, %d pieces)", path, cfg.spm_model_type, tokenizer.vocab_size)
+        write_atomic(path, tokenizer.model)
+        return tokenizer
+    log.info("tokenizer: using %s", path)
+    return SentencePieceTokenizer.load(path)
 
 
-def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: Tokenizer, *,
+def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: SentencePieceTokenizer, *,
                  max_len: int = 0, keep_text: bool = False) -> EncodedSplit:
     """Encode sentence pairs, dropping (and counting) those longer than `max_len` tokens.
 
@@ -244,29 +149,29 @@ def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: Tokeniz
     src_chunks, tgt_chunks, sources, references = [], [], [], []
     read = dropped = 0
     iterator = iter(pairs)
-    while chunk := list(islice(iterator, _ENCODE_CHUNK)):
-        read += len(chunk)
-        src_rows = tokenizer.encode_batch([src for src, _ in chunk])
-        tgt_rows = tokenizer.encode_batch([tgt for _, tgt in chunk])
+    while part := list(islice(iterator, _ENCODE_CHUNK)):
+        read += len(part)
+        src_rows = tokenizer.encode_batch([src for src, _ in part])
+        tgt_rows = tokenizer.encode_batch([tgt for _, tgt in part])
         if max_len:
             keep = [max(len(s), len(t)) < max_len for s, t in zip(src_rows, tgt_rows)]
             dropped += keep.count(False)
-            chunk, src_rows, tgt_rows = ([row for row, k in zip(rows, keep) if k]
-                                         for rows in (chunk, src_rows, tgt_rows))
-        src_chunks.append(_chunk(src_rows, dtype))
-        tgt_chunks.append(_chunk(tgt_rows, dtype))
+            part, src_rows, tgt_rows = ([row for row, k in zip(rows, keep) if k]
+                                        for rows in (part, src_rows, tgt_rows))
+        src_chunks.append(chunk(src_rows, dtype))
+        tgt_chunks.append(chunk(tgt_rows, dtype))
         if keep_text:
-            sources += [src for src, _ in chunk]
-            references += [tgt for _, tgt in chunk]
+            sources += [src for src, _ in part]
+            references += [tgt for _, tgt in part]
     if read == dropped:
         raise UserError(f"split '{name}' has no sentence pairs left (read {read}, {dropped} longer "
                         f"than data.max_len={max_len} tokens)")
-    split = EncodedSplit(name, Ids.concat(src_chunks), Ids.concat(tgt_chunks),
+    split = EncodedSplit(name, SequencePairs(Ids.concat(src_chunks), Ids.concat(tgt_chunks)),
                          sources=sources if keep_text else None,
                          references=references if keep_text else None)
     log.info("%s: %d pairs encoded (%d dropped for more than max_len=%d tokens; 0 = no limit), "
              "%d source and %d target tokens", name, len(split), dropped, max_len,
-             split.src_lengths.sum(), split.tgt_lengths.sum())
+             split.pairs.src_lengths.sum(), split.pairs.tgt_lengths.sum())
     return split
 
 
@@ -280,10 +185,13 @@ class TranslationData:
         cfg: the `data` section.
         run_dir: the run directory (holds spm.model).
         seed: seed of the training order (the run's train.seed).
+        rank, world_size: this process's share of the training batches.
     """
 
-    def __init__(self, cfg: DataConfig, run_dir: str | Path, *, seed: int = 0) -> None:
-        self.cfg, self.seed = cfg, seed
+    def __init__(self, cfg: DataConfig, run_dir: str | Path, *, seed: int = 0, rank: int = 0,
+                 world_size: int = 1) -> None:
+        self.cfg, self.seed, self.rank, self.world_size = cfg, seed, rank, world_size
+        self.special = SPECIAL_IDS
         self.tokenizer = load_tokenizer(cfg, Path(run_dir), seed=seed)
         names = split_names(cfg)
         self.train = encode_split(names["train"], load_pairs(cfg, "train"), self.tokenizer, max_len=cfg.max_len)
@@ -295,29 +203,28 @@ class TranslationData:
             raise UserError(f"no split {role!r}: choose one of {ROLES}")
         return getattr(self, role)
 
-    def train_batch_indices(self, epoch: int, *, rank: int = 0, world_size: int = 1) -> list[np.ndarray]:
+    def train_batch_indices(self, epoch: int) -> list[np.ndarray]:
         """This rank's batches of `epoch` as example indices (the same count on every rank)."""
-        batches = token_batches(self.train.src_lengths, self.train.tgt_lengths, self.cfg.max_tokens,
+        pairs = self.train.pairs
+        batches = token_batches(pairs.src_lengths, pairs.tgt_lengths, self.cfg.max_tokens,
                                 seed=self.seed, epoch=epoch)
-        return shard(batches, rank, world_size)
+        return shard(batches, self.rank, self.world_size)
 
-    def train_batches(self, epoch: int, *, start: int = 0, rank: int = 0,
-                      world_size: int = 1) -> Iterator[Batch]:
+    def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Seq2SeqBatch]:
         """This rank's batches of `epoch` from its `start`-th on: a deterministic function of
-        (seed, epoch), as the runner's Task protocol requires."""
-        for indices in self.train_batch_indices(epoch, rank=rank, world_size=world_size)[start:]:
-            yield self.train.collate(indices)
+        (seed, epoch, rank), as the runner's Task protocol requires."""
+        for indices in self.train_batch_indices(epoch)[start:]:
+            yield self.train.pairs.collate(indices, self.special)
 
-    def eval_batches(self, role: str = "valid", *, max_tokens: int = 0) -> Iterator[Batch]:
-        """All pairs of a split in length-sorted batches (no shuffling, nothing dropped); use
-        `Batch.index` to put outputs back in corpus order.
+    def eval_batches(self, role: str = "valid", *, max_tokens: int = 0) -> Iterator[Seq2SeqBatch]:
+        """All pairs of a split in length-sorted batches (no shuffling, nothing dropped).
 
         Args:
             max_tokens: budget per batch (0 = data.max_tokens), raised to the longest pair's
                 length where that is longer, so that no pair is left out.
         """
-        split = self.split(role)
+        pairs = self.split(role).pairs
         budget = max(max_tokens or self.cfg.max_tokens,
-                     int(np.maximum(split.src_lengths, split.tgt_lengths).max()))
-        for indices in token_batches(split.src_lengths, split.tgt_lengths, budget, shuffle=False):
-            yield split.collate(indices)
+                     int(np.maximum(pairs.src_lengths, pairs.tgt_lengths).max()))
+        for indices in token_batches(pairs.src_lengths, pairs.tgt_lengths, budget, shuffle=False):
+            yield pairs.collate(indices, self.special)

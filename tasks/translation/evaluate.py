@@ -1,4 +1,4 @@
-"""python -m tasks.translation.evaluate RUN_DIR [options]: sacreBLEU and chrF of a trained model.
+"""python -m tasks.translation.evaluate RUN [--key=value ...]: sacreBLEU and chrF of a trained model.
 
 Decodes a split of the run's corpus with beam search and prints the scores with sacreBLEU's
 signatures (detokenised output against the raw references, 13a tokenisation).
@@ -7,45 +7,47 @@ signatures (detokenised output against the raw references, 13a tokenisation).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.translation.data import encode_split, load_pairs, split_names
-from tasks.translation.inference import load_trained, model_arguments
+from tasks.translation.inference import TrainedModelOptions, load_translator, precision_of
 from tasks.translation.task import score, split_translations
 from zoo.cli import main_guard
+from zoo.config import UserError, parse_cli
+from zoo.train import evaluation
 
 
-def parse_args(argv: list[str] | None):
-    parser = model_arguments("python -m tasks.translation.evaluate", __doc__)
-    parser.add_argument("--split", default="test", choices=["valid", "test"], help="which split (default: test)")
-    parser.add_argument("--alpha", type=float, default=None, help="length penalty (default: the recipe's decode.alpha)")
-    parser.add_argument("--data-dir", default=None, help="data directory (default: the recipe's, else $ZOO_DATA_DIR)")
-    parser.add_argument("--output", default=None, help="also write the translations to this file")
-    return parser.parse_args(argv)
+@dataclass
+class EvaluateOptions(TrainedModelOptions):
+    split: str = field(default="test", metadata={"help": "valid | test"})
+    alpha: float | None = field(default=None, metadata={"help": "length penalty (default: the recipe's decode.alpha)"})
+    data_dir: str = field(default="", metadata={"help": "data directory ('' = the recipe's, else $ZOO_DATA_DIR)"})
+    output: str = field(default="", metadata={"help": "also write the translations to this file"})
 
 
 @main_guard
 def main(argv: list[str] | None = None) -> dict:
-    args = parse_args(argv)
-    loaded = load_trained(args.run_dir, args.checkpoint, args.device)
-    cfg = loaded.cfg
-    if args.data_dir is not None:
-        cfg.data.data_dir = args.data_dir
-    if args.beam_size is not None:
-        cfg.decode.beam_size = args.beam_size
-    if args.alpha is not None:
-        cfg.decode.alpha = args.alpha
-    split = encode_split(split_names(cfg.data)[args.split], load_pairs(cfg.data, args.split),
-                         loaded.tokenizer, keep_text=True)
-    hyps = split_translations(loaded.model, loaded.tokenizer, split, cfg.decode,
-                              beam_size=cfg.decode.beam_size,
-                              max_tokens=cfg.decode.max_tokens or cfg.data.max_tokens)
-    if args.output:
-        Path(args.output).write_text("\n".join(hyps) + "\n")
-    result = {"checkpoint": str(loaded.checkpoint), "split": split.name, "sentences": len(hyps),
-              "beam_size": cfg.decode.beam_size, "alpha": cfg.decode.alpha, **score(hyps, split.references)}
+    options = parse_cli(EvaluateOptions, argv, default_config=None, description=__doc__, positional=("run",))
+    if options.split not in ("valid", "test"):
+        raise UserError(f"--split must be valid or test, not {options.split!r}")
+    overrides = [f"data.data_dir={options.data_dir}"] if options.data_dir else []
+    overrides += [f"decode.alpha={options.alpha}"] if options.alpha is not None else []
+    translator = load_translator(options, overrides)
+    cfg, tokenizer = translator.cfg, translator.tokenizer
+    split = encode_split(split_names(cfg.data)[options.split], load_pairs(cfg.data, options.split),
+                         tokenizer, keep_text=True)
+    with evaluation(translator.model, precision_of(options, translator)) as model:
+        hyps = split_translations(model, tokenizer, split, cfg.decode, beam_size=cfg.decode.beam_size,
+                                  max_tokens=cfg.decode.max_tokens or cfg.data.max_tokens)
+    if options.output:
+        Path(options.output).write_text("\n".join(hyps) + "\n")
+    path = translator.trained.path
+    result = {"checkpoint": str(path), "ema": translator.trained.ema, "split": split.name,
+              "sentences": len(hyps), "beam_size": cfg.decode.beam_size, "alpha": cfg.decode.alpha,
+              **score(hyps, split.references)}
     print(f"{split.name}: BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  "
-          f"({len(hyps)} sentences, beam {cfg.decode.beam_size}, alpha {cfg.decode.alpha}, {loaded.checkpoint})")
+          f"({len(hyps)} sentences, beam {cfg.decode.beam_size}, alpha {cfg.decode.alpha}, {path})")
     print(f"  {result['bleu_signature']}\n  {result['chrf_signature']}")
     print(json.dumps(result))
     return result

@@ -1,61 +1,61 @@
-"""Loading a trained model for the evaluate and translate CLIs."""
+"""Loading a trained translation model for the evaluate and translate CLIs, and the options
+they share."""
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from tasks.translation.config import TranslationConfig
-from zoo.models import build_model
-from tasks.translation.tokenizer import PAD_ID, Tokenizer
-from zoo.config import UserError, from_yaml
-from zoo.train.checkpoint import load_checkpoint, step_checkpoints
+from tasks.translation.task import TOKENIZER_ARTIFACT, build_translation_model
+from zoo.data.tokenizer import SentencePieceTokenizer
+from zoo.train import Trained, load_trained
 
 
 @dataclass
-class Loaded:
+class TrainedModelOptions:
+    """What every CLI that runs a trained model asks (the positional RUN fills `run`)."""
+
+    run: str = field(default="", metadata={
+        "help": "run directory of tasks.translation.train, or a checkpoint file"})
+    checkpoint: str = field(default="best", metadata={
+        "help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
+    beam_size: int = field(default=0, metadata={"help": "beam width (0 = the recipe's decode.beam_size)"})
+    device: str = field(default="cpu", metadata={"help": "cpu | cuda"})
+    precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as the run trained)"})
+
+
+@dataclass
+class Translator:
     model: nn.Module
-    cfg: TranslationConfig
-    tokenizer: Tokenizer
-    checkpoint: Path
+    tokenizer: SentencePieceTokenizer
+    trained: Trained[TranslationConfig]
+
+    @property
+    def cfg(self) -> TranslationConfig:
+        return self.trained.cfg
 
 
-def model_arguments(prog: str, description: str | None) -> argparse.ArgumentParser:
-    """The arguments every CLI that loads a trained model shares."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("run_dir", help="run directory of tasks.translation.train")
-    parser.add_argument("--checkpoint", default="best",
-                        help="best | last | averaged (see tasks.translation.average) | a file (default: best)")
-    parser.add_argument("--beam-size", type=int, default=None, help="beam width (default: the recipe's decode.beam_size)")
-    parser.add_argument("--device", default="cpu", help="cpu | cuda")
-    return parser
+def load_translator(options: TrainedModelOptions, overrides: list[str] | None = None) -> Translator:
+    """The model (EMA weights when the run kept them) and the vocabulary saved in its checkpoint;
+    runs older than checkpoint artifacts fall back to RUN/spm.model.
+
+    Args:
+        options: the CLI's options.
+        overrides: dotted overrides of the saved recipe (data, decode).
+    """
+    trained = load_trained(options.run, TranslationConfig, which=options.checkpoint, overrides=overrides)
+    if TOKENIZER_ARTIFACT in trained.artifacts:
+        tokenizer = SentencePieceTokenizer(trained.artifacts[TOKENIZER_ARTIFACT], origin=str(trained.path))
+    else:
+        tokenizer = SentencePieceTokenizer.load(trained.run_dir / TOKENIZER_ARTIFACT)
+    if options.beam_size:
+        trained.cfg.decode.beam_size = options.beam_size
+    model = trained.load_into(build_translation_model(trained.cfg, tokenizer))
+    return Translator(model.to(torch.device(options.device)), tokenizer, trained)
 
 
-def resolve_checkpoint(run_dir: Path, which: str) -> Path:
-    """`best`, `last`, `averaged` (from tasks.translation.average) or a file path."""
-    named = {"best": run_dir / "checkpoints" / "best.pt", "averaged": run_dir / "averaged.pt"}
-    if which == "last":
-        found = step_checkpoints(run_dir / "checkpoints")
-        if not found:
-            raise UserError(f"no checkpoints in {run_dir / 'checkpoints'}")
-        return found[-1]
-    return named.get(which, Path(which))
-
-
-def load_trained(run_dir: str | Path, which: str = "best", device: str = "cpu") -> Loaded:
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise UserError(f"run directory not found: {run_dir}")
-    path = resolve_checkpoint(run_dir, which)
-    state = load_checkpoint(path)
-    if "config" not in state or "model" not in state:
-        raise UserError(f"{path}: lacks the 'config' or 'model' entry of a zoo checkpoint")
-    cfg = from_yaml(TranslationConfig, state["config"])
-    tokenizer = Tokenizer(run_dir / "spm.model")
-    model = build_model(cfg.model, tokenizer.vocab_size, tokenizer.vocab_size, PAD_ID)
-    model.load_state_dict(state["model"])
-    return Loaded(model.to(torch.device(device)).eval(), cfg, tokenizer, path)
+def precision_of(options: TrainedModelOptions, translator: Translator) -> str:
+    return options.precision or translator.cfg.train.precision

@@ -3,53 +3,44 @@ the translate CLI and the final test score share."""
 
 from __future__ import annotations
 
+import logging
 import math
+from functools import partial
 from typing import Iterator
 
 import sacrebleu
-import torch
 from torch import nn
 
 from tasks.translation.config import DecodeConfig, TranslationConfig
-from tasks.translation.data import Batch, EncodedSplit, TranslationData
+from tasks.translation.data import EncodedSplit, TranslationData
+from zoo.data.batching import accumulation_for
+from zoo.data.seq2seq import Ids, Seq2SeqBatch
+from zoo.data.special import SPECIAL_IDS
+from zoo.data.tokenizer import SentencePieceTokenizer
+from zoo.decode import beam_search, decode_sorted, greedy_search
 from zoo.models import build_model
-from tasks.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
-from zoo.data.batching import token_batches
-from zoo.decode import beam_search, greedy_search
-from zoo.train import StepOutput, label_smoothed_cross_entropy
-from zoo.train.distributed import init_distributed, main_process_first
+from zoo.train import RunContext, Term, label_smoothed_cross_entropy
+
+log = logging.getLogger(__name__)
+TOKENIZER_ARTIFACT = "spm.model"
 
 
-def decode_ids(model: nn.Module, src: torch.Tensor, decode: DecodeConfig, beam_size: int) -> list[list[int]]:
-    """Best hypothesis ids of each source row (greedy when beam_size == 1)."""
-    special = dict(bos_idx=BOS_ID, eos_idx=EOS_ID, pad_idx=PAD_ID, extra_len=decode.extra_len)
-    if beam_size == 1:
-        return greedy_search(model, src, **special).best()
-    return beam_search(model, src, beam_size=beam_size, alpha=decode.alpha, **special).best()
-
-
-def translate_ids(model: nn.Module, sources: list[list[int]], decode: DecodeConfig, *,
+def translate_ids(model: nn.Module, sources: Ids | list[list[int]], decode: DecodeConfig, *,
                   beam_size: int, max_tokens: int) -> list[list[int]]:
-    """Decode source id sequences (without EOS, as the tokenizer gives them) in length-sorted
-    batches; returns the hypotheses in input order."""
-    device = next(model.parameters()).device
-    sources = [list(s) + [EOS_ID] for s in sources]  # training sources end with EOS too
-    lengths = [len(s) for s in sources]
-    budget = max([max_tokens, *lengths])
-    outputs: list[list[int]] = [[] for _ in sources]
-    for indices in token_batches(lengths, lengths, budget, shuffle=False):
-        rows = [sources[i] for i in indices]
-        src = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
-        for r, ids in enumerate(rows):
-            src[r, :len(ids)] = torch.tensor(ids)
-        for i, hyp in zip(indices, decode_ids(model, src.to(device), decode, beam_size)):
-            outputs[int(i)] = hyp
-    return outputs
+    """Best hypothesis ids of each source id sequence (without EOS, as the tokenizer gives
+    them), in input order; greedy when beam_size == 1."""
+    limits = dict(special=SPECIAL_IDS, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
+    if beam_size == 1:
+        search = partial(greedy_search, model, **limits)
+    else:
+        search = partial(beam_search, model, beam_size=beam_size, alpha=decode.alpha, **limits)
+    return decode_sorted(model, sources, lambda src, positions: search(src), special=SPECIAL_IDS,
+                         max_tokens=max_tokens)
 
 
-def translate_text(model: nn.Module, tokenizer: Tokenizer, sentences: list[str], decode: DecodeConfig,
-                   *, beam_size: int, max_tokens: int = 4096) -> list[str]:
-    sources = [tokenizer.encode(s) for s in sentences]
+def translate_text(model: nn.Module, tokenizer: SentencePieceTokenizer, sentences: list[str],
+                   decode: DecodeConfig, *, beam_size: int, max_tokens: int = 4096) -> list[str]:
+    sources = tokenizer.encode_batch(sentences)
     return tokenizer.decode_batch(translate_ids(model, sources, decode, beam_size=beam_size,
                                                 max_tokens=max_tokens))
 
@@ -64,12 +55,16 @@ def score(hypotheses: list[str], references: list[str]) -> dict[str, float | str
             "bleu_signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature())}
 
 
-def split_translations(model: nn.Module, tokenizer: Tokenizer, split: EncodedSplit,
+def split_translations(model: nn.Module, tokenizer: SentencePieceTokenizer, split: EncodedSplit,
                        decode: DecodeConfig, *, beam_size: int, max_tokens: int) -> list[str]:
     """Detokenised translations of every source sentence of an encoded split, in order."""
-    sources = [split.source_ids(i) for i in range(len(split))]
-    hyps = translate_ids(model, sources, decode, beam_size=beam_size, max_tokens=max_tokens)
+    hyps = translate_ids(model, split.pairs.src, decode, beam_size=beam_size, max_tokens=max_tokens)
     return tokenizer.decode_batch(hyps)
+
+
+def build_translation_model(cfg: TranslationConfig, tokenizer: SentencePieceTokenizer) -> nn.Module:
+    """The recipe's Transformer over the tokenizer's joint vocabulary."""
+    return build_model(cfg.model, tokenizer.vocab_size, tokenizer.vocab_size, SPECIAL_IDS.pad)
 
 
 class TranslationTask:
@@ -77,31 +72,50 @@ class TranslationTask:
 
     def __init__(self, cfg: TranslationConfig) -> None:
         self.cfg = cfg
-        env = init_distributed(cfg.train.device)
-        with main_process_first(env):  # one rank trains the tokenizer, the others load it
-            self.data = TranslationData(cfg.data, cfg.train.out_dir, seed=cfg.train.seed)
+        self.data: TranslationData | None = None
+
+    def setup(self, run: RunContext) -> None:
+        """Tokenizer and encoded splits; rank 0 trains the tokenizer, the others then load it."""
+        if self.cfg.data.tokens_per_step:
+            # The paper's batches are counted in tokens per step, whatever the number of ranks.
+            self.cfg.train.grad_accum = accumulation_for(self.cfg.data.tokens_per_step,
+                                                         self.cfg.data.max_tokens, run.world_size)
+            log.info("data.tokens_per_step=%d: train.grad_accum=%d on %d rank(s)",
+                     self.cfg.data.tokens_per_step, self.cfg.train.grad_accum, run.world_size)
+        with run.main_process_first():
+            self.data = TranslationData(self.cfg.data, run.run_dir, seed=run.seed, rank=run.rank,
+                                        world_size=run.world_size)
 
     def build_model(self) -> nn.Module:
-        return build_model(self.cfg.model, self.data.tokenizer.vocab_size, self.data.tokenizer.vocab_size, PAD_ID)
+        return build_translation_model(self.cfg, self.data.tokenizer)
 
-    def train_batches(self, epoch: int, *, start: int = 0, rank: int = 0,
-                      world_size: int = 1) -> Iterator[Batch]:
-        return self.data.train_batches(epoch, start=start, rank=rank, world_size=world_size)
+    def artifacts(self) -> dict[str, bytes]:
+        """The vocabulary travels inside every checkpoint: a trained run is self-contained."""
+        return {TOKENIZER_ARTIFACT: self.data.tokenizer.model}
 
-    def train_step(self, model: nn.Module, batch: Batch) -> StepOutput:
+    def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Seq2SeqBatch]:
+        return self.data.train_batches(epoch, start=start)
+
+    def units(self, batch: Seq2SeqBatch) -> dict[str, int]:
+        return {"loss": batch.tgt_tokens}
+
+    def train_step(self, model: nn.Module, batch: Seq2SeqBatch) -> dict[str, Term]:
         logits = model(batch.src, batch.tgt_in)
-        loss, nll, tokens = label_smoothed_cross_entropy(
-            logits, batch.tgt_out, smoothing=self.cfg.label_smoothing, ignore_index=PAD_ID)
-        return StepOutput(loss, tokens, {"nll": nll})
+        loss, nll, _ = label_smoothed_cross_entropy(
+            logits, batch.tgt_out, smoothing=self.cfg.label_smoothing, ignore_index=SPECIAL_IDS.pad)
+        return {"loss": Term(loss, {"nll": nll})}
 
     def evaluate(self, model: nn.Module, role: str = "valid", beam_size: int | None = None) -> dict[str, float]:
-        """Teacher-forced NLL/perplexity and sacreBLEU of decoded translations on a split."""
+        """Teacher-forced NLL/perplexity and sacreBLEU of decoded translations on a split.
+
+        Call it under zoo.train.evaluation (the runner does): eval mode, no_grad, the run's autocast.
+        """
         device = next(model.parameters()).device
         nll, tokens = 0.0, 0
         for batch in self.data.eval_batches(role):
             logits = model(batch.src.to(device), batch.tgt_in.to(device))
             _, batch_nll, batch_tokens = label_smoothed_cross_entropy(
-                logits, batch.tgt_out.to(device), ignore_index=PAD_ID)
+                logits, batch.tgt_out.to(device), ignore_index=SPECIAL_IDS.pad)
             nll, tokens = nll + batch_nll.item(), tokens + int(batch_tokens)
         split = self.data.split(role)
         beam = self.cfg.decode.eval_beam_size if beam_size is None else beam_size

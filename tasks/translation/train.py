@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 
 from tasks.translation.config import TranslationConfig
 from tasks.translation.task import TranslationTask
 from zoo.cli import main_guard
 from zoo.config import parse_cli
-from zoo.data.batching import accumulation_for
-from zoo.train import fit
+from zoo.train import evaluation, fit
 
 NEXT_STEPS = """
 Next, real data (the data directory holds multi30k/ as in ../shared/data; set ZOO_DATA_DIR or
@@ -24,22 +22,22 @@ data.data_dir):
   python -m tasks.translation.download --data-dir DATA && \\
     python -m tasks.translation.train --config configs/translation/wmt14_base.yaml --data.data_dir=DATA
 Evaluate or translate with a run directory:
-  python -m tasks.translation.evaluate {run} --split test
-  echo "A man is riding a bike." | python -m tasks.translation.translate {run}"""
+  python -m tasks.translation.evaluate {run} --split=test
+  echo "A man is riding a bike." | python -m tasks.translation.translate {run}
+Average the last checkpoints (the paper: 5 for base, 20 for big), then evaluate with --checkpoint=averaged:
+  python -m zoo.train.average {run} --last 5"""
 
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     cfg = parse_cli(TranslationConfig, argv, default_config=None, description=__doc__)
-    if cfg.data.tokens_per_step:
-        world_size = int(os.environ.get("WORLD_SIZE", "1"))
-        cfg.train.grad_accum = accumulation_for(cfg.data.tokens_per_step, cfg.data.max_tokens, world_size)
     task = TranslationTask(cfg)
     result = fit(cfg, task)
-    if int(os.environ.get("RANK", "0")) != 0:
+    if not result.run.is_main:
         return
-    test = task.evaluate(result.model, "test", beam_size=cfg.decode.beam_size)
+    with evaluation(result.model, cfg.train.precision) as model:
+        test = task.evaluate(model, "test", beam_size=cfg.decode.beam_size)
     (result.run_dir / "test.json").write_text(json.dumps({"step": result.step, **test}, indent=2) + "\n")
     print(f"\ntest ({cfg.data.source}, {len(task.data.test)} sentences, beam {cfg.decode.beam_size}, "
           f"alpha {cfg.decode.alpha}): sacreBLEU {test['bleu']:.2f}, chrF {test['chrf']:.2f}, "

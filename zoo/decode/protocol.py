@@ -4,7 +4,7 @@ Any encoder-decoder that encodes a source once and decodes target tokens against
 through a reorderable key/value cache, can be decoded by greedy search, beam search and sampling
 (translation and constituency parsing share them).
 
-Shape key: B sentences, N hypotheses per sentence, L hypothesis length, S source length,
+Shape key: B sequences, N hypotheses per sequence, L hypothesis length, S source length,
 V vocabulary size.
 """
 
@@ -22,6 +22,8 @@ class Cache(Protocol):
 
 
 class EncoderDecoder(Protocol):
+    max_len: int  # positions the target embedding covers: decoding stops before it
+
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """src (B, S) -> memory (B, S, D) and a bool memory mask broadcastable to (B, 1, 1, S)."""
 
@@ -39,12 +41,12 @@ class EncoderDecoder(Protocol):
 
 @dataclass
 class Hypotheses:
-    """Decoded outputs, best first per sentence.
+    """Decoded outputs, best first per sequence.
 
     tokens: (B, N, L) generated ids without BOS; each ends with EOS, then padding.
     scores: (B, N) the search's objective: summed log-probabilities for greedy search and
         sampling, length-normalised ones for beam search.
-    eos_idx: the end-of-sentence id (to cut the hypotheses).
+    eos_idx: the end-of-sequence id (to cut the hypotheses).
     """
 
     tokens: Tensor
@@ -52,11 +54,11 @@ class Hypotheses:
     eos_idx: int
 
     def best(self) -> list[list[int]]:
-        """The top hypothesis of each sentence as a list of ids, EOS and padding removed."""
+        """The top hypothesis of each sequence as a list of ids, EOS and padding removed."""
         return [nbest[0][0] for nbest in self.nbest()]
 
     def nbest(self) -> list[list[tuple[list[int], float]]]:
-        """Per sentence, its hypotheses as (ids without EOS, score), best first."""
+        """Per sequence, its hypotheses as (ids without EOS, score), best first."""
         out = []
         for rows, scores in zip(self.tokens.tolist(), self.scores.tolist()):
             out.append([(self._cut(ids), score) for ids, score in zip(rows, scores)])

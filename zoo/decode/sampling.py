@@ -1,6 +1,6 @@
 """Ancestral sampling with temperature, top-k and nucleus (top-p) filtering.
 
-Shape key: B sentences, S source length, V vocabulary size.
+Shape key: B sequences, S source length, V vocabulary size.
 """
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from zoo.data.special import SpecialIds
 from zoo.decode.greedy import extend_one_by_one
 from zoo.decode.protocol import EncoderDecoder, Hypotheses
+from zoo.decode.state import AllowedTokens
 
 
 def filter_logprobs(logprobs: Tensor, *, temperature: float = 1.0, top_k: int = 0,
@@ -37,11 +39,11 @@ def filter_logprobs(logprobs: Tensor, *, temperature: float = 1.0, top_k: int = 
     return logits
 
 
-def sample(model: EncoderDecoder, src: Tensor, *, bos_idx: int, eos_idx: int, pad_idx: int,
-           temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-           generator: torch.Generator | None = None, extra_len: int = 50,
-           use_cache: bool = True) -> Hypotheses:
-    """Draw one hypothesis per sentence.
+def sample(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, temperature: float = 1.0,
+           top_k: int = 0, top_p: float = 1.0, generator: torch.Generator | None = None,
+           max_len_a: float = 1.0, max_len_b: int = 50,
+           allowed_tokens: AllowedTokens | None = None, use_cache: bool = True) -> Hypotheses:
+    """Draw one hypothesis per sequence.
 
     Args:
         temperature, top_k, top_p: see `filter_logprobs`.
@@ -55,5 +57,6 @@ def sample(model: EncoderDecoder, src: Tensor, *, bos_idx: int, eos_idx: int, pa
         logits = filter_logprobs(logprobs, temperature=temperature, top_k=top_k, top_p=top_p)
         return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator).squeeze(1)
 
-    return extend_one_by_one(model, src, pick, bos_idx=bos_idx, eos_idx=eos_idx, pad_idx=pad_idx,
-                             extra_len=extra_len, use_cache=use_cache)
+    return extend_one_by_one(model, src, pick, special=special, max_len_a=max_len_a,
+                             max_len_b=max_len_b, allowed_tokens=allowed_tokens,
+                             use_cache=use_cache)

@@ -3,23 +3,38 @@
 The source is encoded once per sentence. With a cache, each step feeds only the newest token and
 the cross-attention keys/values are computed on the first step, then reused; without one, each
 step re-runs the decoder over the whole prefix (the slow reference the cache is tested against).
-Beam search and pruning of finished sentences reorder the rows with `select`.
+Beam search and pruning of finished sequences reorder the rows with `select`.
 
-Shape key: N rows (sentences or sentence x beam), t tokens so far, V vocabulary size.
+Every step's next-token distribution goes through the same three rules, in `next_logprobs`:
+padding and BOS are never generated; an `allowed_tokens` hook may restrict the choice given the
+prefix; at its length limit a row may only end (EOS), whatever the hook says.
+
+Shape key: B sequences, N rows (sequences or sequence x beam), t tokens so far, V vocabulary size.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import Tensor
 
+from zoo.data.special import SpecialIds
 from zoo.decode.protocol import EncoderDecoder
 
+AllowedTokens = Callable[[Tensor, Tensor], Tensor]
+"""allowed_tokens(sequences (N,), prefixes (N, t)) -> (N, V) bool, True = may come next.
 
-def max_lengths(src: Tensor, pad_idx: int, extra_len: int) -> Tensor:
-    """(B,) the most tokens each hypothesis may have before EOS: its source length + extra_len
-    (the paper: "maximum output length to input length + 50")."""
-    return (src != pad_idx).sum(dim=1) + extra_len
+`sequences` is each row's index into the source batch given to the search, `prefixes` its
+generated ids so far (BOS excluded). Batched: one call per step for all rows (Hugging Face's
+prefix_allowed_tokens_fn takes one row at a time)."""
+
+
+def max_lengths(src: Tensor, pad_idx: int, a: float, b: int, cap: int) -> Tensor:
+    """(B,) the most tokens each hypothesis may have before EOS: a * |src| + b (fairseq's
+    max_len_a, max_len_b; the paper's "input length + 50" is a=1, b=50), at most `cap`."""
+    lengths = (src != pad_idx).sum(dim=1)
+    return (a * lengths + b).floor().long().clamp(max=cap)
 
 
 def force_eos(logprobs: Tensor, rows: Tensor, eos_idx: int) -> Tensor:
@@ -36,29 +51,47 @@ class DecodingState:
 
     Args:
         model: the encoder-decoder to run.
-        src: (B, S) source ids; encoded here, once.
-        bos_idx: the first decoder input.
-        never: ids the model may never generate (padding, BOS).
+        src: (B, S) right-padded source ids; encoded here, once.
+        special: the special ids (padding and BOS are never generated).
+        max_len_a, max_len_b: each hypothesis has at most a * |src| + b tokens before EOS, and
+            never more than the model's position table allows.
+        allowed_tokens: restricts the next token given the prefix (see `AllowedTokens`).
         use_cache: decode incrementally with the model's KV cache.
     """
 
-    def __init__(self, model: EncoderDecoder, src: Tensor, *, bos_idx: int, never: list[int],
+    def __init__(self, model: EncoderDecoder, src: Tensor, *, special: SpecialIds,
+                 max_len_a: float, max_len_b: int, allowed_tokens: AllowedTokens | None = None,
                  use_cache: bool = True) -> None:
-        self.model = model
+        self.model, self.special, self.allowed_tokens = model, special, allowed_tokens
+        # The decoder input at the limit is BOS + limit tokens: positions 0..limit.
+        self.limits = max_lengths(src, special.pad, max_len_a, max_len_b, cap=model.max_len - 1)
         self.memory, self.memory_mask = model.encode(src)
         self.cache = model.new_cache() if use_cache else None
-        self.tokens = src.new_full((src.shape[0], 1), bos_idx)
-        self.never = never
+        self.tokens = src.new_full((src.shape[0], 1), special.bos)
+        self.never = [special.pad, special.bos]
 
-    def next_logprobs(self) -> Tensor:
-        """(N, V) float32 log-probabilities of each row's next token."""
+    def next_logprobs(self, sequences: Tensor, *, idle: Tensor | None = None) -> Tensor:
+        """(N, V) float32 log-probabilities of each row's next token under the rules above.
+
+        Args:
+            sequences: (N,) the source sequence of each row.
+            idle: (N,) rows whose next token does not matter (ended, or beams scored -inf):
+                the hook's answer for them is not checked.
+        """
         new = self.tokens if self.cache is None else self.tokens[:, -1:]
         logits = self.model.decode(new, self.memory, self.memory_mask, self.cache)[:, -1]
         if self.cache is not None:
             self.memory = None  # the cross-attention caches hold its keys and values now
         logprobs = logits.float().log_softmax(dim=-1)
         logprobs[:, self.never] = float("-inf")
-        return logprobs
+        at_limit = self.limits[sequences] == self.tokens.shape[1] - 1
+        if self.allowed_tokens is not None:
+            free = at_limit if idle is None else at_limit | idle
+            allowed = self.allowed_tokens(sequences, self.tokens[:, 1:]) | free[:, None]
+            logprobs = logprobs.masked_fill(~allowed, float("-inf"))
+            if not logprobs.isfinite().any(dim=-1).all():
+                raise ValueError("allowed_tokens left a row with no token it may generate")
+        return force_eos(logprobs, at_limit, self.special.eos)
 
     def append(self, tokens: Tensor) -> None:
         """Extend every row by one token (N,)."""

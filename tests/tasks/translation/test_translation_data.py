@@ -8,60 +8,54 @@ import pytest
 import torch
 
 from tasks.translation.config import DataConfig
-from tasks.translation.data import Batch, EncodedSplit, Ids, TranslationData, load_pairs, split_names
-from tasks.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from tasks.translation.data import TranslationData, load_pairs, split_names
 from zoo.config import UserError
 from zoo.data.paths import ENV_VAR
+from zoo.data.seq2seq import Seq2SeqBatch
+from zoo.data.special import SPECIAL_IDS
 
 TINY = DataConfig(source="synthetic", synthetic_train=400, synthetic_valid=30, synthetic_test=30,
                   vocab_size=300, max_tokens=256, spm_max_sentences=0)
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> TranslationData:
-    return TranslationData(TINY, tmp_path_factory.mktemp("run"), seed=3)
+def run_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("run")
 
 
-def reference_collate(split: EncodedSplit, indices) -> tuple[torch.Tensor, ...]:
-    """Row by row, the obvious way."""
-    rows = [(split.source_ids(i) + [EOS_ID], [BOS_ID] + split.target_ids(i), split.target_ids(i) + [EOS_ID])
-            for i in indices]
-    def pad(seqs):
-        width = max(map(len, seqs))
-        return torch.tensor([s + [PAD_ID] * (width - len(s)) for s in seqs])
-    return tuple(pad([r[k] for r in rows]) for k in range(3))
+@pytest.fixture(scope="module")
+def data(run_dir) -> TranslationData:
+    return TranslationData(TINY, run_dir, seed=3)
 
 
-def test_batches_match_a_row_by_row_reference(data):
-    for indices in data.train_batch_indices(0)[:5] + [np.array([0]), np.array([5, 1, 7])]:
-        batch = data.train.collate(indices)
-        expected = reference_collate(data.train, indices)
-        for got, want in zip((batch.src, batch.tgt_in, batch.tgt_out), expected):
-            assert got.dtype == torch.long and torch.equal(got, want)
-        assert batch.src_tokens == int((batch.src != PAD_ID).sum())
-        assert batch.tgt_tokens == int((batch.tgt_out != PAD_ID).sum())
-        assert batch.index.tolist() == list(indices)
+def test_train_batches_are_the_collated_index_batches(data):
+    """Collation itself is tested in tests/zoo/data/test_seq2seq.py; here: each batch is the
+    collation of this epoch's index batch, in order, from any start."""
+    indices = data.train_batch_indices(1)
+    for got, want in zip(data.train_batches(1, start=2), indices[2:]):
+        expected = data.train.pairs.collate(want, SPECIAL_IDS)
+        assert all(torch.equal(getattr(got, k), getattr(expected, k)) for k in ("src", "tgt_in", "tgt_out"))
+        assert got.tgt_tokens == int((got.tgt_out != SPECIAL_IDS.pad).sum())
 
 
 def test_epoch_covers_every_pair_once_within_budget(data):
     for epoch in range(2):
-        batches = list(data.train_batches(epoch))
-        seen = np.sort(torch.cat([b.index for b in batches]).numpy())
+        seen = np.sort(np.concatenate(data.train_batch_indices(epoch)))
         assert np.array_equal(seen, np.arange(len(data.train)))
-        for b in batches:
+        for b in data.train_batches(epoch):
             assert b.src.shape[0] * max(b.src.shape[1], b.tgt_out.shape[1]) <= TINY.max_tokens
 
 
 def test_order_is_deterministic_and_changes_with_epoch(data):
-    def order(epoch, **kw):
-        return [b.index.tolist() for b in data.train_batches(epoch, **kw)]
+    def order(epoch):
+        return [b.tolist() for b in data.train_batch_indices(epoch)]
     assert order(0) == order(0)
     assert order(0) != order(1)
-    assert order(1, start=2) == order(1)[2:]
 
 
-def test_ranks_get_equal_disjoint_shares(data):
-    shares = [[b.index.tolist() for b in data.train_batches(0, rank=r, world_size=3)] for r in range(3)]
+def test_ranks_get_equal_disjoint_shares(data, run_dir):
+    ranks = [TranslationData(TINY, run_dir, seed=3, rank=r, world_size=3) for r in range(3)]
+    shares = [[b.tolist() for b in d.train_batch_indices(0)] for d in ranks]
     assert len({len(s) for s in shares}) == 1
     flat = [i for share in shares for batch in share for i in batch]
     assert len(flat) == len(set(flat))
@@ -71,24 +65,22 @@ def test_eval_batches_keep_every_pair_and_decode_to_the_text(data):
     for role in ("valid", "test"):
         split = data.split(role)
         batches = list(data.eval_batches(role, max_tokens=64))
-        assert sorted(torch.cat([b.index for b in batches]).tolist()) == list(range(len(split)))
         assert len(split) == TINY.synthetic_valid
-        for b in batches:
-            for row, i in zip(b.src.tolist(), b.index.tolist()):
-                assert data.tokenizer.decode(row) == split.sources[i]
-            for row, i in zip(b.tgt_out.tolist(), b.index.tolist()):
-                assert data.tokenizer.decode(row) == split.references[i]
+        sources = [data.tokenizer.decode(row) for b in batches for row in b.src.tolist()]
+        references = [data.tokenizer.decode(row) for b in batches for row in b.tgt_out.tolist()]
+        assert sorted(sources) == sorted(split.sources) and sorted(references) == sorted(split.references)
+        assert all(b.src.shape[0] * max(b.src.shape[1], b.tgt_out.shape[1]) <= 64 for b in batches)
 
 
-def test_tokenizer_is_saved_and_reused(data, tmp_path):
-    run_dir = data.tokenizer.path.parent
-    assert data.tokenizer.path == run_dir / "spm.model"
+def test_tokenizer_is_saved_and_reused(data, run_dir, tmp_path):
+    saved = run_dir / "spm.model"
+    assert saved.read_bytes() == data.tokenizer.model
     again = TranslationData(TINY, run_dir, seed=3)
-    assert again.tokenizer.vocab_size == data.tokenizer.vocab_size
-    assert np.array_equal(again.train.src, data.train.src)
-    given = TranslationData(replace(TINY, tokenizer=str(data.tokenizer.path)), tmp_path / "new")
-    assert (tmp_path / "new" / "spm.model").read_bytes() == data.tokenizer.path.read_bytes()
-    assert np.array_equal(given.valid.tgt, data.valid.tgt)
+    assert again.tokenizer.model == data.tokenizer.model
+    assert np.array_equal(again.train.pairs.src.flat, data.train.pairs.src.flat)
+    given = TranslationData(replace(TINY, tokenizer=str(saved)), tmp_path / "new")
+    assert (tmp_path / "new" / "spm.model").read_bytes() == data.tokenizer.model
+    assert np.array_equal(given.valid.pairs.tgt.flat, data.valid.pairs.tgt.flat)
 
 
 def test_reversed_direction_and_max_len_filter(tmp_path, caplog):
@@ -97,7 +89,7 @@ def test_reversed_direction_and_max_len_filter(tmp_path, caplog):
     assert {de: en for en, de in forward.items()} == dict(load_pairs(cfg, "valid"))
     with caplog.at_level(logging.INFO, logger="tasks.translation.data"):
         data = TranslationData(cfg, tmp_path)
-    assert max(data.train.src_lengths.max(), data.train.tgt_lengths.max()) <= 12
+    assert max(data.train.pairs.src_lengths.max(), data.train.pairs.tgt_lengths.max()) <= 12
     [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train:")]
     dropped = TINY.synthetic_train - len(data.train)
     assert dropped > 0 and f"{len(data.train)} pairs encoded ({dropped} dropped" in line
@@ -147,15 +139,6 @@ def test_user_errors(tmp_path, monkeypatch):
         load_pairs(replace(TINY, src_lang="fr"), "train")
 
 
-def test_ids_round_trip():
-    rows = [[5, 6, 7], [], [300]]
-    ids = Ids.from_rows(rows, vocab_size=400)
-    assert ids.flat.dtype == np.uint16 and Ids.from_rows(rows, vocab_size=70_000).flat.dtype == np.int32
-    split = EncodedSplit("x", ids, ids)
-    assert [split.source_ids(i) for i in range(3)] == rows
-    assert split.src_lengths.tolist() == [4, 1, 2]
-
-
 @pytest.mark.data
 def test_multi30k_from_the_shared_data(data_dir, tmp_path):
     cfg = DataConfig(source="multi30k", data_dir=str(data_dir), vocab_size=2000, spm_max_sentences=5000)
@@ -164,7 +147,7 @@ def test_multi30k_from_the_shared_data(data_dir, tmp_path):
     assert 28_000 < len(data.train) <= 29_000
     assert data.valid.sources[0] and data.test.references[0]
     batch = next(data.train_batches(0))
-    assert isinstance(batch, Batch)
+    assert isinstance(batch, Seq2SeqBatch)
     assert batch.src.shape[0] * max(batch.src.shape[1], batch.tgt_out.shape[1]) <= cfg.max_tokens
-    unk = np.mean(data.valid.tgt == 1)
+    unk = np.mean(data.valid.pairs.tgt.flat == SPECIAL_IDS.unk)
     assert unk < 0.01

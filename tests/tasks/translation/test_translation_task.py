@@ -1,5 +1,6 @@
 """The translation task end to end: recipe files, training through the runner, the CLIs."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from tasks.translation import evaluate, translate
 from tasks.translation.config import TranslationConfig
 from tasks.translation.task import TranslationTask
 from zoo.config import load_config
-from zoo.train import fit
+from zoo.train import evaluation, fit
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "translation"
 
@@ -38,6 +39,15 @@ def test_paper_recipes_have_the_papers_hyperparameters():
         assert cfg.optim.lr == pytest.approx(cfg.model.dim ** -0.5 * 4000 ** -0.5, rel=1e-5)
 
 
+def test_paper_learning_rate_follows_the_model_width():
+    wider = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml", ["--model.dim=1024"])
+    assert wider.optim.lr == pytest.approx(1024 ** -0.5 * 4000 ** -0.5)
+    longer = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml", ["--schedule.warmup_steps=8000"])
+    assert longer.optim.lr == pytest.approx(512 ** -0.5 * 8000 ** -0.5)
+    fixed = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml", ["--model.dim=1024", "--optim.lr=1e-4"])
+    assert fixed.optim.lr == 1e-4  # an explicit rate still wins
+
+
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
     """A tiny model trained through the runner on the built-in synthetic corpus."""
@@ -58,28 +68,48 @@ def test_tiny_model_learns_the_synthetic_corpus(trained_run):
     _, task, result = trained_run
     # An untrained model scores ~0; this one reached 25.9 (greedy) when the test was written.
     assert result.metrics["bleu"] >= 15.0, result.metrics
-    test = task.evaluate(result.model, "test", beam_size=4)
+    with evaluation(result.model) as model:
+        test = task.evaluate(model, "test", beam_size=4)
     assert test["bleu"] >= 15.0, test
+    assert task.artifacts() == {"spm.model": (result.run_dir / "spm.model").read_bytes()}
 
 
 def test_evaluate_cli_scores_the_test_split(trained_run, capsys):
     out, _, _ = trained_run
-    result = evaluate.main([str(out), "--checkpoint", "last", "--beam-size", "2"])
+    result = evaluate.main([str(out), "--checkpoint", "last", "--beam_size", "2"])
     assert result["sentences"] == 100 and result["bleu"] >= 15.0
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in capsys.readouterr().out  # the signature
 
 
 def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
+    """From a lone checkpoint file: the vocabulary travels inside it."""
     out, task, _ = trained_run
     sources = task.data.test.sources[:3]
     png = tmp_path / "attention.png"
-    proc = subprocess.run([sys.executable, "-m", "tasks.translation.translate", str(out),
-                           "--checkpoint", "last", "--plot-attention", str(png)],
+    lone = tmp_path / "elsewhere" / "model.pt"
+    lone.parent.mkdir()
+    shutil.copy(sorted((out / "checkpoints").glob("step_*.pt"))[-1], lone)
+    proc = subprocess.run([sys.executable, "-m", "tasks.translation.translate", str(lone),
+                           "--beam_size", "2", "--plot_attention", str(png)],
                           input="\n".join(sources) + "\n", capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 3 and all(lines)
     assert png.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("cli, options", [
+    (evaluate, ["--run", "--checkpoint", "--beam_size", "--device", "--precision", "--split", "--alpha",
+                "--data_dir", "--output"]),
+    (translate, ["--run", "--checkpoint", "--beam_size", "--input", "--output", "--max_tokens",
+                 "--plot_attention"]),
+])
+def test_help_lists_every_option(cli, options, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert all(f"  {option}=" in text for option in options), text
 
 
 def test_translate_cli_names_a_missing_run_directory(tmp_path, capsys):

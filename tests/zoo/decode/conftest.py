@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from zoo.data.special import SPECIAL_IDS
 from zoo.models import ModelConfig, build_model
 
-PAD, BOS, EOS = 0, 2, 3  # the tokenizer's ids (unk = 1)
+PAD, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.bos, SPECIAL_IDS.eos
 
 
 def tiny_model(vocab: int, seed: int = 0) -> torch.nn.Module:

@@ -3,11 +3,12 @@ import itertools
 import pytest
 import torch
 
+from zoo.data.special import SPECIAL_IDS
 from zoo.decode.beam import beam_search, length_penalty
 from zoo.decode.greedy import greedy_search
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-SPECIALS = dict(bos_idx=BOS, eos_idx=EOS, pad_idx=PAD)
+PAD, UNK, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.unk, SPECIAL_IDS.bos, SPECIAL_IDS.eos
+SPECIALS = dict(special=SPECIAL_IDS)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
@@ -23,7 +24,7 @@ def test_wide_beam_equals_exhaustive_search(alpha, make_model, score):
     scored = sorted(((lp / length_penalty(len(ids) + 1, alpha), ids)
                      for lp, ids in zip(logprobs, every)), key=lambda pair: -pair[0])
 
-    out = beam_search(model, src, beam_size=40, alpha=alpha, extra_len=0, n_best=5, **SPECIALS)
+    out = beam_search(model, src, beam_size=40, alpha=alpha, max_len_b=0, n_best=5, **SPECIALS)
     found = out.nbest()[0]
     assert [ids for ids, _ in found] == [ids for _, ids in scored[:5]]
     torch.testing.assert_close(torch.tensor([s for _, s in found]),
@@ -31,21 +32,21 @@ def test_wide_beam_equals_exhaustive_search(alpha, make_model, score):
 
 
 def test_cached_equals_uncached(model, src):
-    kwargs = dict(beam_size=4, extra_len=6, n_best=3, **SPECIALS)
+    kwargs = dict(beam_size=4, max_len_b=6, n_best=3, **SPECIALS)
     cached, uncached = beam_search(model, src, **kwargs), beam_search(model, src, use_cache=False, **kwargs)
     assert torch.equal(cached.tokens, uncached.tokens)
     torch.testing.assert_close(cached.scores, uncached.scores)
 
 
 def test_beam_one_without_length_penalty_is_greedy(model, src):
-    beam = beam_search(model, src, beam_size=1, alpha=0.0, extra_len=8, **SPECIALS)
-    greedy = greedy_search(model, src, extra_len=8, **SPECIALS)
+    beam = beam_search(model, src, beam_size=1, alpha=0.0, max_len_b=8, **SPECIALS)
+    greedy = greedy_search(model, src, max_len_b=8, **SPECIALS)
     assert beam.best() == greedy.best()
     torch.testing.assert_close(beam.scores, greedy.scores)
 
 
 def test_scores_are_length_normalised_logprobs_best_first(model, src, score):
-    out = beam_search(model, src, beam_size=4, extra_len=6, n_best=4, **SPECIALS)
+    out = beam_search(model, src, beam_size=4, max_len_b=6, n_best=4, **SPECIALS)
     lengths = (src != PAD).sum(1)
     for i, nbest in enumerate(out.nbest()):
         assert [s for _, s in nbest] == sorted((s for _, s in nbest), reverse=True)
@@ -58,9 +59,9 @@ def test_scores_are_length_normalised_logprobs_best_first(model, src, score):
 
 def test_batch_equals_one_sentence_at_a_time(model, src):
     """Padding, per-sentence length limits and dropping stopped sentences change nothing."""
-    batch = beam_search(model, src, extra_len=6, n_best=2, **SPECIALS)
+    batch = beam_search(model, src, max_len_b=6, n_best=2, **SPECIALS)
     for i in range(src.shape[0]):
-        alone = beam_search(model, src[i: i + 1, : int((src[i] != PAD).sum())], extra_len=6,
+        alone = beam_search(model, src[i: i + 1, : int((src[i] != PAD).sum())], max_len_b=6,
                             n_best=2, **SPECIALS)
         assert [ids for ids, _ in alone.nbest()[0]] == [ids for ids, _ in batch.nbest()[i]]
         torch.testing.assert_close(alone.scores[0], batch.scores[i])
@@ -76,13 +77,13 @@ def test_encoder_runs_once_per_sentence_and_memory_enters_once(model, src):
             memory_rows.append(args[1].shape[0])
 
     model.decoder.register_forward_pre_hook(on_decoder)
-    beam_search(model, src, beam_size=4, extra_len=3, **SPECIALS)
+    beam_search(model, src, beam_size=4, max_len_b=3, **SPECIALS)
     assert encoder_rows == [3]
     assert memory_rows == [3]  # cross-attention keys/values computed for the 3 sentences only
     assert decoder_rows[0] == 3 and max(decoder_rows[1:]) == 3 * 4
 
 
 def test_eos_ends_every_hypothesis(model, src):
-    out = beam_search(model, src, beam_size=3, extra_len=2, n_best=3, **SPECIALS)
+    out = beam_search(model, src, beam_size=3, max_len_b=2, n_best=3, **SPECIALS)
     assert ((out.tokens == EOS).sum(-1) == 1).all()
     assert torch.isfinite(out.scores).all()

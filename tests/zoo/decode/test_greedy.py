@@ -1,9 +1,10 @@
 import torch
 
+from zoo.data.special import SPECIAL_IDS
 from zoo.decode.greedy import greedy_search
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-SPECIALS = dict(bos_idx=BOS, eos_idx=EOS, pad_idx=PAD)
+PAD, UNK, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.unk, SPECIAL_IDS.bos, SPECIAL_IDS.eos
+SPECIALS = dict(special=SPECIAL_IDS)
 
 
 @torch.no_grad()
@@ -21,7 +22,7 @@ def reference_greedy(model, src: torch.Tensor, max_tokens: int) -> list[int]:
 
 
 def test_greedy_equals_step_by_step_reference(model, src, score):
-    out = greedy_search(model, src, extra_len=5, **SPECIALS)
+    out = greedy_search(model, src, max_len_b=5, **SPECIALS)
     lengths = (src != PAD).sum(1).tolist()
     for i, hyp in enumerate(out.best()):
         sentence = src[i, : lengths[i]]
@@ -30,14 +31,14 @@ def test_greedy_equals_step_by_step_reference(model, src, score):
 
 
 def test_cached_equals_uncached(model, src):
-    cached = greedy_search(model, src, extra_len=8, **SPECIALS)
-    uncached = greedy_search(model, src, extra_len=8, use_cache=False, **SPECIALS)
+    cached = greedy_search(model, src, max_len_b=8, **SPECIALS)
+    uncached = greedy_search(model, src, max_len_b=8, use_cache=False, **SPECIALS)
     assert torch.equal(cached.tokens, uncached.tokens)
     torch.testing.assert_close(cached.scores, uncached.scores)
 
 
 def test_length_limit_forces_eos(model, src):
-    out = greedy_search(model, src, extra_len=0, **SPECIALS)
+    out = greedy_search(model, src, max_len_b=0, **SPECIALS)
     lengths = (src != PAD).sum(1)
     for i, hyp in enumerate(out.best()):
         assert len(hyp) <= lengths[i]

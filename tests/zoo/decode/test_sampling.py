@@ -1,14 +1,15 @@
 import torch
 
+from zoo.data.special import SPECIAL_IDS
 from zoo.decode.greedy import greedy_search
 from zoo.decode.sampling import filter_logprobs, sample
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-SPECIALS = dict(bos_idx=BOS, eos_idx=EOS, pad_idx=PAD)
+PAD, UNK, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.unk, SPECIAL_IDS.bos, SPECIAL_IDS.eos
+SPECIALS = dict(special=SPECIAL_IDS)
 
 
 def draw(model, src, seed: int, **kwargs):
-    return sample(model, src, generator=torch.Generator().manual_seed(seed), extra_len=8,
+    return sample(model, src, generator=torch.Generator().manual_seed(seed), max_len_b=8,
                   **SPECIALS, **kwargs)
 
 
@@ -24,7 +25,7 @@ def test_cached_equals_uncached(model, src):
 
 
 def test_top_k_one_is_greedy(model, src):
-    assert draw(model, src, 2, top_k=1).best() == greedy_search(model, src, extra_len=8, **SPECIALS).best()
+    assert draw(model, src, 2, top_k=1).best() == greedy_search(model, src, max_len_b=8, **SPECIALS).best()
 
 
 def test_scores_are_model_logprobs(model, src, score):
