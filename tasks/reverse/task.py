@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from tasks.reverse.config import ReverseConfig
+from zoo.config import UserError
 from zoo.data.seq2seq import Ids, Seq2SeqBatch, SequencePairs
 from zoo.data.special import SPECIAL_IDS
 from zoo.models import build_model
@@ -39,7 +40,7 @@ class ReverseTask:
 
     def setup(self, run: RunContext) -> None:
         if self.cfg.data.batch_size % run.world_size:
-            raise ValueError(f"data.batch_size {self.cfg.data.batch_size} is not divisible by "
+            raise UserError(f"data.batch_size {self.cfg.data.batch_size} is not divisible by "
                              f"{run.world_size} ranks")
         self.run = run
         valid_gen = torch.Generator().manual_seed(self.cfg.train.seed + 10_000_019)

@@ -1,6 +1,6 @@
 """A batch of partial hypotheses and the decoder state behind them, extended one token at a time.
 
-The source is encoded once per sentence. With a cache, each step feeds only the newest token and
+The source is encoded once per sequence. With a cache, each step feeds only the newest token and
 the cross-attention keys/values are computed on the first step, then reused; without one, each
 step re-runs the decoder over the whole prefix (the slow reference the cache is tested against).
 Beam search and pruning of finished sequences reorder the rows with `select`.
