@@ -47,8 +47,9 @@ class WordPieceTokenizer:
     @classmethod
     def train(cls, texts: Iterable[str], *, vocab_size: int, lowercase: bool = True,
               min_frequency: int = 2, limit_alphabet: int = 1000) -> WordPieceTokenizer:
-        """A vocabulary of at most `vocab_size` pieces (special tokens first, ids 0-4) learnt from
-        `texts` (streamed).
+        """A vocabulary of at most `vocab_size` pieces learnt from `texts` (streamed): the special
+        tokens (ids 0-4), then the pieces in sorted order. (Ties between equally frequent merges
+        may still pick other pieces in another process: a run keeps the vocabulary it trained.)
 
         Args:
             lowercase: lowercase and strip accents, as the uncased BERT models do.
@@ -59,7 +60,11 @@ class WordPieceTokenizer:
         bert.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=min_frequency,
                                  limit_alphabet=limit_alphabet, special_tokens=list(SPECIAL_TOKENS),
                                  show_progress=False)
-        return cls(bert._tokenizer)
+        # The trainer numbers pieces in hash-map order, which changes from process to process;
+        # WordPiece matching does not depend on ids, so sorted ids make runs agree.
+        pieces = sorted(set(bert.get_vocab()) - set(SPECIAL_TOKENS))
+        vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *pieces])}
+        return cls(BertWordPieceTokenizer(vocab, lowercase=lowercase)._tokenizer)
 
     @classmethod
     def from_vocab(cls, path: str | Path, *, lowercase: bool = True) -> WordPieceTokenizer:

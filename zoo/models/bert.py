@@ -201,12 +201,9 @@ def state_from_hf(state: dict[str, Tensor], *, source: str = "checkpoint") -> di
 
 
 def state_to_hf(state: dict[str, Tensor]) -> dict[str, Tensor]:
-    """A zoo `Bert` state dict in Hugging Face BertForPreTraining keys (with the tied decoder
-    copies that `save_pretrained` writes, so any loader finds them)."""
-    out = rename(split_qkv(state), HF_TABLE, reverse=True, source="zoo BERT")
-    out["cls.predictions.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]
-    out["cls.predictions.decoder.bias"] = out["cls.predictions.bias"]
-    return out
+    """A zoo `Bert` state dict in Hugging Face BertForPreTraining keys. Like `save_pretrained`,
+    it leaves out the tied decoder copies (HF_REDUNDANT), which loading re-ties."""
+    return rename(split_qkv(state), HF_TABLE, reverse=True, source="zoo BERT")
 
 
 def _modern_norm_name(key: str) -> str:

@@ -67,7 +67,8 @@ def test_zoo_weights_give_the_same_logits_in_hf(size):
     model = build_bert(cfg, 97, 0).eval()
     hf = BertForPreTraining(BertConfig(**config_to_hf(cfg, 97, 0), attn_implementation="sdpa")).eval()
     missing, unexpected = hf.load_state_dict(state_to_hf(model.state_dict()), strict=False)
-    assert not unexpected and not [k for k in missing if "position_ids" not in k]
+    assert not unexpected and set(missing) <= {"cls.predictions.decoder.weight",  # tied
+                                               "cls.predictions.decoder.bias"}
     ids, types, mask = inputs()
     with torch.no_grad():
         expected = model(ids, types, mask)

@@ -1,0 +1,80 @@
+"""The documents, the tokenizer and the examples of a BERT pretraining recipe."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from tasks.bert.config import SOURCES, DataConfig
+from tasks.bert.corpus import synthetic_documents
+from tasks.bert.documents import Document, read_documents, wiki_files
+from tasks.bert.examples import PretrainingExamples, TokenizedCorpus
+from tasks.bert.tokenizer import WordPieceTokenizer
+from zoo.config import UserError
+from zoo.data.paths import resolve_data_dir, write_atomic
+
+log = logging.getLogger(__name__)
+TOKENIZER_FILE = "tokenizer.json"
+# Held-out examples are drawn with a fixed seed, so runs with different seeds are scored on the
+# very same pairs and masks.
+EVAL_SEED = 0
+
+
+def _under_data_dir(cfg: DataConfig, path: str) -> Path:
+    candidate = Path(path).expanduser()
+    if candidate.is_absolute():
+        return candidate
+    root = resolve_data_dir(cfg.data_dir)
+    if root is None:
+        raise UserError(f"data.source={cfg.source} with a relative path {path!r} needs a data "
+                        "directory: set data.data_dir or $ZOO_DATA_DIR")
+    return root / candidate
+
+
+def load_documents(cfg: DataConfig, split: str) -> list[Document]:
+    """The training or validation documents of the recipe (`split`: train | valid)."""
+    if cfg.source not in SOURCES:
+        raise UserError(f"key 'data.source': {cfg.source!r} is not one of {SOURCES}")
+    if cfg.source == "synthetic":
+        documents = synthetic_documents(cfg.synthetic_train + cfg.synthetic_valid, cfg.synthetic_seed)
+        return documents[:cfg.synthetic_train] if split == "train" else documents[cfg.synthetic_train:]
+    if cfg.source == "wikiextractor":
+        files = wiki_files(_under_data_dir(cfg, cfg.path))
+        unknown = set(cfg.valid) - {f.name for f in files}
+        if unknown:
+            raise UserError(f"key 'data.valid': {sorted(unknown)} not among the files of {cfg.path}")
+        files = [f for f in files if (f.name in cfg.valid) == (split == "valid")]
+    else:
+        files = [_under_data_dir(cfg, p) for p in ([cfg.path] if split == "train" else cfg.valid)]
+    documents, counts = read_documents(files, cfg.source, min_paragraph_words=cfg.min_paragraph_words)
+    log.info("%s documents: %s", split, counts.describe())
+    if not documents:
+        raise UserError(f"no {split} documents in {[str(f) for f in files]}")
+    return documents
+
+
+def make_examples(documents: list[Document], tokenizer: WordPieceTokenizer, cfg: DataConfig, *,
+                  seed: int) -> PretrainingExamples:
+    """Pretraining examples of `documents` as the recipe's data section says."""
+    return PretrainingExamples(TokenizedCorpus.encode(documents, tokenizer), tokenizer,
+                               max_seq_length=cfg.max_seq_length, short_seq_prob=cfg.short_seq_prob,
+                               masked_lm_prob=cfg.masked_lm_prob,
+                               max_predictions_per_seq=cfg.max_predictions_per_seq,
+                               whole_word_mask=cfg.whole_word_mask, seed=seed)
+
+
+def tokenizer_for(cfg: DataConfig, run_dir: Path, documents: list[Document]) -> WordPieceTokenizer:
+    """The run's tokenizer: the run's own file when it exists (a resumed run), else the named
+    vocab.txt, else WordPiece trained on `documents` (then saved in the run)."""
+    saved = run_dir / TOKENIZER_FILE
+    if saved.is_file():
+        return WordPieceTokenizer.from_bytes(saved.read_bytes())
+    if cfg.tokenizer:
+        tokenizer = WordPieceTokenizer.from_vocab(Path(cfg.tokenizer).expanduser(), lowercase=cfg.lowercase)
+    else:
+        tokenizer = WordPieceTokenizer.train((s for d in documents for s in d.sentences),
+                                             vocab_size=cfg.vocab_size, lowercase=cfg.lowercase)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(saved, tokenizer.to_bytes())
+    return tokenizer
+
