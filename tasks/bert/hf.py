@@ -3,7 +3,7 @@ a Hugging Face directory or hub name).
 
 A directory holds `config.json`, `model.safetensors` (or `pytorch_model.bin`, read with
 `weights_only=True` so no pickled code runs), `vocab.txt` and `tokenizer_config.json`
-(`do_lower_case`). What we write is what `BertForPreTraining.save_pretrained` and
+(`do_lower_case`), or the `tokenizer.json` that transformers 5 saves instead of vocab.txt. What we write is what `BertForPreTraining.save_pretrained` and
 `BertTokenizerFast.save_pretrained` would: `from_pretrained` loads it with the same logits.
 """
 
@@ -29,7 +29,7 @@ from zoo.train import load_trained
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?$")  # bert-base-uncased, google/bert_uncased_L-2_H-128_A-2
-HUB_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", *WEIGHT_FILES]
+HUB_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json", *WEIGHT_FILES]
 
 
 @dataclass
@@ -62,6 +62,17 @@ def read_weights(directory: Path) -> tuple[dict[str, Tensor], Path]:
     raise UserError(f"{directory}: no {' or '.join(WEIGHT_FILES)}")
 
 
+def read_hf_tokenizer(directory: Path) -> WordPieceTokenizer:
+    """`vocab.txt` with `do_lower_case` from tokenizer_config.json (default true, as in
+    transformers), else the `tokenizer.json` that transformers 5 writes instead."""
+    if not (directory / "vocab.txt").is_file() and (directory / "tokenizer.json").is_file():
+        return WordPieceTokenizer.from_bytes((directory / "tokenizer.json").read_bytes())
+    tokenizer_config = directory / "tokenizer_config.json"
+    settings = json.loads(tokenizer_config.read_text()) if tokenizer_config.is_file() else {}
+    return WordPieceTokenizer.from_vocab(directory / "vocab.txt",
+                                         lowercase=settings.get("do_lower_case", True))
+
+
 def read_hf_directory(directory: str | Path) -> LoadedBert:
     """A local Hugging Face BERT checkpoint (BertForPreTraining weights, with both heads)."""
     directory = Path(directory)
@@ -69,10 +80,7 @@ def read_hf_directory(directory: str | Path) -> LoadedBert:
     if not config_file.is_file():
         raise UserError(f"{directory}: no config.json (not a Hugging Face model directory)")
     cfg, vocab_size, pad_id = config_from_hf(json.loads(config_file.read_text()), source=str(config_file))
-    tokenizer_config = directory / "tokenizer_config.json"
-    settings = json.loads(tokenizer_config.read_text()) if tokenizer_config.is_file() else {}
-    tokenizer = WordPieceTokenizer.from_vocab(directory / "vocab.txt",
-                                              lowercase=settings.get("do_lower_case", True))
+    tokenizer = read_hf_tokenizer(directory)
     if tokenizer.vocab_size > vocab_size:
         raise UserError(f"{directory}: vocab.txt has {tokenizer.vocab_size} pieces, the model "
                         f"only {vocab_size} embeddings")

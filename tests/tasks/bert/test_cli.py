@@ -1,0 +1,138 @@
+"""The BERT CLIs on a tiny run, and Hugging Face directories both ways."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertForPreTraining, BertTokenizerFast, pipeline
+
+from tasks.bert import evaluate, export, fill_mask, train
+from tasks.bert.config import BertPretrainingConfig
+from tasks.bert.hf import load_bert, read_hf_directory
+from zoo.config import UserError, load_config
+from zoo.models.bert import BertModelConfig, build_bert
+
+CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "bert"
+TINY = ["--model.num_layers=1", "--model.dim=32", "--model.num_heads=2", "--model.ffn_dim=64",
+        "--model.max_len=64", "--data.synthetic_train=60", "--data.synthetic_valid=10",
+        "--data.vocab_size=300", "--data.batch_size=8", "--train.max_steps=4",
+        "--train.eval_every=2", "--train.log_every=2", "--train.progress=false",
+        "--train.tensorboard=false", "--schedule.warmup_steps=1"]
+TEXTS = ["the town lies on the banks of the [MASK] .", "[MASK] was a composer born in [MASK] ."]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bert") / "run"
+    train.main([*TINY, f"--train.out_dir={out}"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def hf_dir(run_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("hf") / "model"
+    export.main([str(run_dir), str(out)])
+    return out
+
+
+def test_train_prints_held_out_accuracy_and_next_commands(run_dir, capsys):
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["step"] == 4 and {"mlm_acc", "nsp_acc", "mlm_ppl"} <= set(summary["metrics"])
+    assert (run_dir / "tokenizer.json").is_file()
+
+
+def test_evaluate_scores_held_out_documents_and_wikitext(run_dir, tmp_path, capsys):
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    article = (" = Lobster = \n \n The town lies on the river . It was founded in 1820 . "
+               "Most families grow wheat . \n \n = = History = = \n \n The river floods . \n")
+    for split in ("valid", "test"):
+        (wikitext / f"{split}.txt").write_text(article * 3)
+    results = evaluate.main([str(run_dir), f"--data_dir={tmp_path}"])
+    assert set(results) == {"held-out (synthetic)", "wikitext-2 valid", "wikitext-2 test"}
+    for metrics in results.values():
+        assert 0 <= metrics["mlm_acc"] <= 100 and metrics["mlm_ppl"] > 1
+    assert "held-out (synthetic): MLM accuracy" in capsys.readouterr().out
+    assert json.loads((run_dir / "eval.json").read_text())["results"] == results
+
+
+def test_fill_mask_matches_the_transformers_pipeline(run_dir, hf_dir, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO(TEXTS[0] + "\n"))
+    fill_mask.main([str(run_dir), "--top_k=3", "--json"])
+    ours = json.loads(capsys.readouterr().out)
+    theirs = pipeline("fill-mask", model=str(hf_dir), tokenizer=str(hf_dir), top_k=3)(TEXTS[0])
+    assert [r["token"] for r in ours] == [r["token"] for r in theirs]
+    assert [r["score"] for r in ours] == pytest.approx([r["score"] for r in theirs], abs=1e-5)
+    assert [r["sequence"] for r in ours] == [r["sequence"] for r in theirs]
+    monkeypatch.setattr("sys.stdin", io.StringIO(TEXTS[1] + "\n"))
+    fill_mask.main([str(run_dir), "--top_k=2"])
+    assert "[MASK] 2:" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO("no mask here\n"))
+    with pytest.raises(SystemExit):  # main_guard: one line, exit 2
+        fill_mask.main([str(run_dir)])
+
+
+def test_exported_directory_loads_in_transformers_with_the_same_logits_and_ids(run_dir, hf_dir):
+    ours = load_bert(str(run_dir))
+    hf = BertForPreTraining.from_pretrained(hf_dir, attn_implementation="sdpa").eval()
+    tokenizer = BertTokenizerFast.from_pretrained(hf_dir)
+    batch = tokenizer(TEXTS, padding=True, return_tensors="pt")
+    assert batch["input_ids"][0, 1:-1].tolist()[:len(ours.tokenizer.encode(TEXTS[0]))] == \
+        ours.tokenizer.encode(TEXTS[0])
+    mask = batch["attention_mask"].bool()
+    with torch.no_grad():
+        expected = ours.model(batch["input_ids"], batch["token_type_ids"], mask)
+        got = hf(**batch)
+    torch.testing.assert_close(got.prediction_logits[mask], expected.mlm[mask], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got.seq_relationship_logits, expected.nsp, atol=1e-5, rtol=1e-5)
+    again = read_hf_directory(hf_dir)  # and back into zoo
+    for name, value in ours.model.state_dict().items():
+        torch.testing.assert_close(again.model.state_dict()[name], value, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("safe", [True, False])
+def test_a_transformers_directory_loads_from_safetensors_or_bin(hf_dir, tmp_path, safe):
+    hf = BertForPreTraining.from_pretrained(hf_dir).eval()
+    hf.save_pretrained(tmp_path, safe_serialization=safe)
+    BertTokenizerFast.from_pretrained(hf_dir).save_pretrained(tmp_path)
+    if not safe:  # transformers 5 writes safetensors anyway: make the .bin case by hand
+        (tmp_path / "model.safetensors").unlink(missing_ok=True)
+        torch.save(hf.state_dict(), tmp_path / "pytorch_model.bin")
+    loaded = read_hf_directory(tmp_path)
+    ids = torch.tensor([[2, 50, 60, 3, 70, 3]])
+    with torch.no_grad():
+        expected = hf(input_ids=ids)
+        got = loaded.model(ids)
+    torch.testing.assert_close(got.mlm, expected.prediction_logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got.nsp, expected.seq_relationship_logits, atol=1e-5, rtol=1e-5)
+
+
+def test_a_checkpoint_without_the_heads_is_refused_by_name(hf_dir, tmp_path):
+    from safetensors.torch import load_file, save_file
+    for name in ("config.json", "vocab.txt", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((hf_dir / name).read_bytes())
+    state = {k: v for k, v in load_file(str(hf_dir / "model.safetensors")).items()
+             if not k.startswith("cls.")}
+    save_file(state, str(tmp_path / "model.safetensors"))
+    with pytest.raises(UserError, match="missing keys: mlm_head"):
+        read_hf_directory(tmp_path)
+
+
+def test_default_recipe_equals_the_built_in_defaults():
+    """An installed package has no configs/ folder: its defaults must be the same recipe."""
+    assert load_config(BertPretrainingConfig, CONFIGS / "default.yaml") == BertPretrainingConfig()
+
+
+@pytest.mark.parametrize("recipe, parameters", [("bert_base", 110e6), ("bert_tiny", 1.55e6),
+                                                ("bert_mini", 7.63e6)])
+def test_recipes_have_their_published_sizes(recipe, parameters):
+    cfg = load_config(BertPretrainingConfig, CONFIGS / f"{recipe}.yaml")
+    assert cfg.data.source == "wikiextractor" and cfg.data.valid == ["wiki_29"]
+    with torch.device("meta"):
+        model = build_bert(cfg.model, cfg.data.vocab_size, 0)
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(parameters, rel=0.02)
+    assert isinstance(cfg.model, BertModelConfig)
