@@ -1,0 +1,195 @@
+"""Treebanks for the parsers: where the trees come from, the vocabularies, and batches.
+
+Vocabularies are built from the training trees only and travel inside every checkpoint
+(`Vocab.to_json`), so a trained run parses without the treebank. Words and characters share
+zoo's special ids (padding, unknown, BOS, EOS); the chart parser reads each sentence between BOS
+and EOS (its fenceposts come from their neighbours), the seq2seq parser reads it followed by
+EOS and writes BOS + tree symbols + EOS.
+
+Shape key: B sentences, T longest input with its markers, C longest word in characters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from nltk import Tree
+from torch import Tensor
+
+from tasks.parsing.config import DataConfig
+from tasks.parsing.grammar import grammar_treebank
+from tasks.parsing.linearize import WORD, BracketSymbols, linearize
+from tasks.parsing.spans import tree_spans
+from tasks.parsing.trees import SPLITS, is_phrase, load_trees, split_files
+from zoo.config import UserError
+from zoo.data.paths import resolve_data_dir
+from zoo.data.special import SPECIAL_IDS
+
+SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]  # in SPECIAL_IDS order
+SAMPLE_PATH = "ptb-sample/combined"
+VOCAB_ARTIFACT = "vocab.json"  # the file name of the vocabulary inside checkpoints
+
+
+def load_treebank(cfg: DataConfig) -> dict[str, list[Tree]]:
+    """{train, dev, test} cleaned trees of the configured source."""
+    if cfg.source == "grammar":
+        if len(cfg.grammar_sizes) != 3:
+            raise UserError(f"data.grammar_sizes: need 3 sizes (train, dev, test), got {cfg.grammar_sizes}")
+        return grammar_treebank(cfg.grammar_seed, tuple(cfg.grammar_sizes))
+    if cfg.source not in ("sample", "wsj"):
+        raise UserError(f"data.source: unknown {cfg.source!r}; expected grammar | sample | wsj")
+    data_dir = resolve_data_dir(cfg.data_dir)
+    path = Path(cfg.path or (SAMPLE_PATH if cfg.source == "sample" else ""))
+    if not cfg.path and cfg.source == "wsj":
+        raise UserError("data.path: the wsj source needs the folder of section folders 00..24")
+    if not path.is_absolute():
+        if data_dir is None:
+            raise UserError(f"data.data_dir (or $ZOO_DATA_DIR) is not set: where is {path}?")
+        path = data_dir / path
+    return {split: load_trees(split_files(cfg.source, path, split)) for split in SPLITS}
+
+
+def _index(items: list[str]) -> dict[str, int]:
+    return {item: i for i, item in enumerate(items)}
+
+
+@dataclass
+class Vocab:
+    """Id tables: words and characters (specials first), part-of-speech tags, chart labels
+    (index 0 = "", no constituent) and seq2seq tree symbols (specials, XX, then (X and )X)."""
+
+    words: list[str]
+    chars: list[str]
+    tags: list[str]
+    labels: list[str]
+    phrase_labels: list[str]
+
+    def __post_init__(self) -> None:
+        self.word_index, self.char_index = _index(self.words), _index(self.chars)
+        self.tag_index, self.label_index = _index(self.tags), _index(self.labels)
+        self.symbols = SPECIALS + [WORD] + [f"({x}" for x in self.phrase_labels] + \
+            [f"){x}" for x in self.phrase_labels]
+        self.symbol_index = _index(self.symbols)
+
+    @classmethod
+    def build(cls, trees: list[Tree]) -> Vocab:
+        words = Counter(w for t in trees for w in t.leaves())
+        chars = Counter(c for w in words for c in w)
+        tags = sorted({tag for t in trees for _, tag in t.pos()})
+        labels = sorted({label for t in trees for _, _, label in tree_spans(t)})
+        phrases = sorted({s.label() for t in trees for s in t.subtrees() if is_phrase(s)})
+        by_count = sorted(words, key=lambda w: (-words[w], w))
+        return cls(SPECIALS + by_count, SPECIALS + sorted(chars), tags, [""] + labels, phrases)
+
+    def to_json(self) -> bytes:
+        return json.dumps({"words": self.words, "chars": self.chars, "tags": self.tags,
+                           "labels": self.labels, "phrase_labels": self.phrase_labels}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Vocab:
+        return cls(**json.loads(data))
+
+    def word_ids(self, words: list[str]) -> list[int]:
+        return [self.word_index.get(w, SPECIAL_IDS.unk) for w in words]
+
+    def char_ids(self, word: str) -> list[int]:
+        return [self.char_index.get(c, SPECIAL_IDS.unk) for c in word]
+
+    def bracket_symbols(self) -> BracketSymbols:
+        n = len(self.phrase_labels)
+        first = len(SPECIALS) + 1
+        return BracketSymbols(torch.arange(first, first + n), torch.arange(first + n, first + 2 * n),
+                              word_id=self.symbol_index[WORD], eos_id=SPECIAL_IDS.eos,
+                              vocab_size=len(self.symbols))
+
+
+@dataclass
+class Encoded:
+    """One training tree in ids: words, tags, chart spans (start, end, label id), symbols."""
+
+    words: list[str]
+    word_ids: list[int]
+    tag_ids: list[int]
+    spans: list[tuple[int, int, int]]
+    symbol_ids: list[int]
+
+
+def encode(tree: Tree, vocab: Vocab) -> Encoded:
+    words, tags = zip(*tree.pos())
+    spans = [(i, j, vocab.label_index[label]) for i, j, label in tree_spans(tree)]
+    return Encoded(list(words), vocab.word_ids(list(words)), [vocab.tag_index[t] for t in tags],
+                   spans, [vocab.symbol_index[s] for s in linearize(tree)])
+
+
+def pad_rows(rows: list[list[int]], value: int = SPECIAL_IDS.pad) -> Tensor:
+    """Right-padded (B, longest) long tensor."""
+    out = torch.full((len(rows), max(map(len, rows))), value, dtype=torch.long)
+    for r, row in enumerate(rows):
+        out[r, :len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+@dataclass
+class ChartInput:
+    """words (B, T) BOS + ids + EOS, padded; chars (B, T, C); lengths (B,) words per sentence."""
+
+    words: Tensor
+    chars: Tensor
+    lengths: Tensor
+
+
+def chart_input(sentences: list[list[str]], vocab: Vocab, word_ids: list[list[int]] | None = None) -> ChartInput:
+    """The chart parser's input for tokenised sentences (word ids may be given, e.g. with <unk>s)."""
+    ids = word_ids or [vocab.word_ids(s) for s in sentences]
+    words = pad_rows([[SPECIAL_IDS.bos, *row, SPECIAL_IDS.eos] for row in ids])
+    spelled = [[[SPECIAL_IDS.bos]] + [vocab.char_ids(w) or [SPECIAL_IDS.unk] for w in s] + [[SPECIAL_IDS.eos]]
+               for s in sentences]
+    chars = torch.full((*words.shape, max(len(c) for s in spelled for c in s)), SPECIAL_IDS.pad, dtype=torch.long)
+    for b, sentence in enumerate(spelled):
+        for t, word in enumerate(sentence):
+            chars[b, t, :len(word)] = torch.tensor(word)
+    return ChartInput(words, chars, torch.tensor([len(s) for s in sentences]))
+
+
+@dataclass
+class ChartBatch:
+    """A chart training batch: input, gold tags (B, n) (-100 at padding) and gold spans."""
+
+    input: ChartInput
+    tags: Tensor
+    spans: list[list[tuple[int, int, int]]]
+
+
+@dataclass
+class Seq2SeqBatch:
+    """src (B, S) word ids + EOS; tgt_in (B, T) BOS + symbols; tgt_out (B, T) symbols + EOS."""
+
+    src: Tensor
+    tgt_in: Tensor
+    tgt_out: Tensor
+    words: int
+
+
+def replace_rare(examples: list[Encoded], rare: set[int], prob: float, generator: torch.Generator) -> list[list[int]]:
+    """Word ids with each rare word replaced by <unk> with probability `prob`."""
+    out = []
+    for ex in examples:
+        draws = torch.rand(len(ex.word_ids), generator=generator).tolist()
+        out.append([SPECIAL_IDS.unk if w in rare and d < prob else w for w, d in zip(ex.word_ids, draws)])
+    return out
+
+
+def collate(kind: str, examples: list[Encoded], vocab: Vocab, word_ids: list[list[int]]) -> ChartBatch | Seq2SeqBatch:
+    if kind == "chart":
+        tags = pad_rows([ex.tag_ids for ex in examples], value=-100)
+        return ChartBatch(chart_input([ex.words for ex in examples], vocab, word_ids), tags,
+                          [ex.spans for ex in examples])
+    eos, bos = SPECIAL_IDS.eos, SPECIAL_IDS.bos
+    return Seq2SeqBatch(pad_rows([row + [eos] for row in word_ids]),
+                        pad_rows([[bos] + ex.symbol_ids for ex in examples]),
+                        pad_rows([ex.symbol_ids + [eos] for ex in examples]),
+                        sum(len(ex.words) for ex in examples))

@@ -1,0 +1,54 @@
+"""python -m tasks.parsing.parse RUN [--input FILE] [--pretty] [--png FILE] [--key=value ...]
+
+Parses sentences (one per line, from --input or stdin) with a trained parser and prints one
+bracketed tree per line. Lines are tokenised as the Penn Treebank is (nltk's Treebank
+tokenizer: "don't" -> "do n't", final period split off) unless --pretokenized, which splits on
+spaces only. The seq2seq parser's part-of-speech tags are XX (it does not predict them).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nltk.tokenize import TreebankWordTokenizer
+
+from tasks.parsing.draw import plot_tree
+from tasks.parsing.inference import TrainedParserOptions, load_parser
+from tasks.parsing.task import parse
+from zoo.cli import main_guard
+from zoo.config import parse_cli
+from zoo.train import evaluation
+
+
+@dataclass
+class ParseOptions(TrainedParserOptions):
+    input: str = field(default="", metadata={"help": "file of sentences, one per line ('' = stdin)"})
+    pretokenized: bool = field(default=False, metadata={"help": "split lines on spaces only"})
+    pretty: bool = field(default=False, metadata={"help": "draw each tree as text art instead of one line"})
+    png: str = field(default="", metadata={"help": "also draw the first tree into this PNG file"})
+
+
+@main_guard
+def main(argv: list[str] | None = None) -> list[str]:
+    options = parse_cli(ParseOptions, argv, default_config=None, description=__doc__, positional=("run",))
+    parser = load_parser(options)
+    lines = (Path(options.input).read_text(encoding="utf-8") if options.input else sys.stdin.read()).splitlines()
+    tokenize = str.split if options.pretokenized else TreebankWordTokenizer().tokenize
+    sentences = [tokenize(line) for line in lines if line.strip()]
+    with evaluation(parser.model, parser.precision) as model:
+        trees = parse(model, parser.vocab, sentences, parser.cfg)
+    out = [tree.pformat(margin=sys.maxsize) for tree in trees]
+    for tree, line in zip(trees, out):
+        if options.pretty:
+            tree.pretty_print()
+        else:
+            print(line)
+    if options.png and trees:
+        print(f"wrote {plot_tree(trees[0], Path(options.png))}", file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""The CLIs on a tiny run: train, parse (stdin, --pretty, --png), evaluate (trees in PTB format)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from nltk import Tree
+
+from tasks.parsing import evaluate, parse, train
+from tasks.parsing.config import ParsingConfig
+from zoo.config import load_config
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_default_recipe_file_equals_the_schema_defaults() -> None:
+    assert load_config(ParsingConfig, REPO / "configs/parsing/default.yaml", []) == ParsingConfig()
+
+
+@pytest.mark.parametrize("name", ["ptb_sample_chart", "ptb_sample_seq2seq", "wsj_chart", "wsj_seq2seq"])
+def test_recipes_load(name: str) -> None:
+    cfg = load_config(ParsingConfig, REPO / f"configs/parsing/{name}.yaml", [])
+    assert cfg.data.source in ("sample", "wsj")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    train.main([f"--train.out_dir={out}", "--train.max_steps=4", "--train.eval_every=0", "--train.save_every=0",
+                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1",
+                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1"])
+    return out
+
+
+def test_train_ends_with_a_test_score(run_dir: Path) -> None:
+    assert (run_dir / "test.json").is_file() and "f1" in json.loads((run_dir / "test.json").read_text())
+
+
+def test_parse_reads_stdin_and_draws(run_dir: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("The dog saw a cat.\n\nShe didn't smile.\n"))
+    png = tmp_path / "tree.png"
+    lines = parse.main([str(run_dir), "--png", str(png), "--threads=1"])
+    trees = [Tree.fromstring(line) for line in lines]
+    assert [t.leaves() for t in trees] == [["The", "dog", "saw", "a", "cat", "."], ["She", "did", "n't", "smile", "."]]
+    assert png.stat().st_size > 1000
+    parse.main([str(run_dir), "--pretty", "--pretokenized", f"--input={_write(tmp_path, 'a b')}"])
+    assert "a" in capsys.readouterr().out
+
+
+def _write(folder: Path, text: str) -> Path:
+    path = folder / "in.txt"
+    path.write_text(text + "\n")
+    return path
+
+
+def test_evaluate_writes_ptb_trees_and_scores(run_dir: Path, tmp_path: Path) -> None:
+    result = evaluate.main([str(run_dir), "--split", "test", f"--out={tmp_path}", "--threads=1"])
+    predicted = (tmp_path / "test.pred.mrg").read_text().splitlines()
+    gold = (tmp_path / "test.gold.mrg").read_text().splitlines()
+    assert len(predicted) == len(gold) == result["sentences"] == 5
+    assert [Tree.fromstring(p).leaves() for p in predicted] == [Tree.fromstring(g).leaves() for g in gold]
+    assert json.loads((tmp_path / "test.json").read_text())["f1"] == result["f1"]

@@ -1,0 +1,69 @@
+"""The parsers through the runner: losses, constrained decoding, learning, long sentences."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from nltk import Tree
+
+from tasks.parsing.data import Vocab
+from tasks.parsing.linearize import delinearize
+from tasks.parsing.model import build_model
+from tasks.parsing.task import ParsingTask, hinge_loss, parse, score_trees
+from tests.tasks.parsing.conftest import tiny_config
+from zoo.decode.cky import cky
+from zoo.train import evaluation, fit
+
+
+def test_hinge_is_zero_only_when_gold_beats_every_tree_by_its_cost() -> None:
+    gold = [[(0, 3, 1), (0, 2, 2)]]
+    scores = torch.zeros(1, 4, 4, 3)
+    assert hinge_loss(scores, gold, torch.tensor([3])).item() == pytest.approx(5.0)  # 5 spans, all wrong
+    scores[..., 1:] = -1.5  # every wrong label loses by more than its cost of 1 ...
+    scores[0, 0, 3, 1] = scores[0, 0, 2, 2] = 1.5  # ... and the gold labels win
+    assert hinge_loss(scores, gold, torch.tensor([3])).item() == 0.0
+    best = cky(scores, [3]).spans[0]
+    assert {(i, j, l) for i, j, l in best if l} == {(0, 3, 1), (0, 2, 2)}
+
+
+@pytest.mark.parametrize("beam_size", [1, 21])
+def test_constrained_search_of_an_untrained_model_gives_well_formed_trees(handful, tmp_path, beam_size) -> None:
+    cfg = tiny_config("seq2seq", str(tmp_path), 1)
+    vocab = Vocab.build(handful["train"])
+    torch.manual_seed(0)
+    model = build_model(cfg.model, vocab)
+    sentences = [t.leaves() for t in handful["test"]] + [["unknown", "words", "here"], ["one"]]
+    with evaluation(model) as m:
+        trees = parse(m, vocab, sentences, cfg, beam_size=beam_size)
+    for tree, words in zip(trees, sentences):
+        assert tree.leaves() == words
+        assert tree.label() != "TOP"  # one root phrase, never the fallback
+        symbols = [s for s in tree.pformat(margin=10**9).replace("(", " (").replace(")", " ) ").split()]
+        assert symbols.count("(XX") == len(words)
+
+
+@pytest.mark.parametrize("kind, steps", [("chart", 60), ("seq2seq", 250)])
+def test_tiny_model_learns_a_handful_of_trees_by_heart(handful, tmp_path, kind, steps) -> None:
+    cfg = tiny_config(kind, str(tmp_path / kind), steps)
+    task = ParsingTask(cfg, handful)
+    result = fit(cfg, task)
+    assert result.metrics["f1"] == 100.0 and result.metrics["exact"] == 100.0
+    with evaluation(result.model) as model:
+        scored, predicted = score_trees(model, task.vocab, handful["test"], cfg)
+    assert scored.all.f1 == 100.0
+    if kind == "chart":
+        assert predicted == handful["test"]  # tags too
+
+
+@pytest.mark.parametrize("kind", ["chart", "seq2seq"])
+def test_too_long_sentence_is_reported_and_left_flat(handful, tmp_path, capsys, kind) -> None:
+    cfg = tiny_config(kind, str(tmp_path), 1)
+    cfg.model.max_len = 12
+    vocab = Vocab.build(handful["train"])
+    model = build_model(cfg.model, vocab)
+    long = ["the"] * 11
+    with evaluation(model) as m:
+        trees = parse(m, vocab, [["the", "dog"], long], cfg, beam_size=2)
+    assert trees[1] == Tree("TOP", [Tree("XX", [w]) for w in long])
+    assert trees[0].leaves() == ["the", "dog"] and trees[0].label() != "TOP"
+    assert "sentence 2: 11 words, more than model.max_len=12" in capsys.readouterr().err
