@@ -141,7 +141,7 @@ def parse_cli(schema: type[T], argv: list[str] | None, *, default_config: str | 
     """`[POSITIONAL ...] [--config FILE] [--key.sub=value | --key.sub value | --flag ...]` -> config.
 
     `positional` names the keys that leading bare arguments fill (a run directory, say); a
-    bare `--flag` means `--flag=true`. `--help` lists every option with its default and help.
+    bare `--flag` means `--flag=true`; hyphens in option names read as underscores. `--help` lists every option with its default and help.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
@@ -172,11 +172,17 @@ def parse_cli(schema: type[T], argv: list[str] | None, *, default_config: str | 
             rest.append(f"{fill.pop(0)}={arg}")
         elif arg.startswith("--") and "=" not in arg:
             if following is not None and not following.startswith("--"):
-                rest.append(f"{arg}={following}")
+                rest.append(f"{_key(arg)}={following}")
                 i += 1
             else:
-                rest.append(f"{arg}=true")
+                rest.append(f"{_key(arg)}=true")
         else:
-            rest.append(arg)
+            key, _, value = arg.partition("=")
+            rest.append(f"{_key(key)}={value}" if key.startswith("--") else arg)
         i += 1
     return load_config(schema, path, rest)
+
+
+def _key(option: str) -> str:
+    """`--beam-size` -> `--beam_size`: option names accept hyphens (no field has one)."""
+    return "--" + option[2:].replace("-", "_")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zoo.config import Invalid
+from zoo.models.checks import check_model_values
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
 
@@ -29,6 +31,15 @@ class ModelConfig:
     drop_path_rate: float = field(default=0.0, metadata={"help": "stochastic depth: rate of the last layer (rises linearly from 0)"})
     pretrained: str = field(default="", metadata={"help": "'' | a timm model name (downloads) | a timm checkpoint file (.safetensors/.pth)"})
     new_head: bool = field(default=False, metadata={"help": "fine-tuning: keep a fresh head instead of the pretrained one (needed when num_classes differs)"})
+
+    def check(self) -> None:
+        check_model_values(self)
+        if self.image_size % self.patch_size:
+            raise Invalid("patch_size", f"{self.patch_size} does not divide image_size {self.image_size}")
+        if self.pool not in ("token", "avg"):
+            raise Invalid("pool", f"must be token or avg, not {self.pool!r}")
+        if self.pool == "token" and not self.class_token:
+            raise Invalid("pool", "token pooling needs model.class_token=true")
 
 
 @dataclass

@@ -1,7 +1,5 @@
 """One config path: strict YAML -> dataclasses, dotted overrides, readable errors."""
 
-import subprocess
-import sys
 from dataclasses import dataclass, field
 
 import pytest
@@ -76,14 +74,6 @@ def test_help_lists_every_option(capsys):
     assert all(f"--{key}=" in out for key in ("steps", "optim.lr", "optim.name", "optim.betas"))
 
 
-def test_entry_point_reports_a_bad_key_in_one_line_and_exits_2():
-    proc = subprocess.run([sys.executable, "-m", "tasks.reverse.train", "--train.max_stepz=3"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "train.max_stepz" in proc.stderr
-    assert "Traceback" not in proc.stderr
-
-
 def test_cli_takes_positionals_spaced_values_and_bare_flags():
     from dataclasses import dataclass
 
@@ -97,6 +87,18 @@ def test_cli_takes_positionals_spaced_values_and_bare_flags():
     cfg = parse_cli(Verb, ["runs/x", "--split", "test", "--pretty", "--beam=21"], default_config=None,
                     description="", positional=("run",))
     assert (cfg.run, cfg.split, cfg.pretty, cfg.beam) == ("runs/x", "test", True, 21)
+
+
+def test_cli_option_names_accept_hyphens():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Verb:
+        beam_size: int = 4
+        max_len_b: int = 50
+
+    cfg = parse_cli(Verb, ["--beam-size", "21", "--max-len-b=300"], default_config=None, description="")
+    assert (cfg.beam_size, cfg.max_len_b) == (21, 300)
     with pytest.raises(ConfigError, match="beam"):
         parse_cli(Verb, ["--beam", "wide"], default_config=None, description="")
 

@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from zoo.blocks import (Decoder, DecoderCache, Encoder, LayerSpec, SequenceEmbedding,
                         TokenEmbedding, init_transformer_, padding_mask)
 from zoo.config import UserError
+from zoo.models.checks import check_model_values
 
 
 @dataclass
@@ -39,6 +40,9 @@ class ModelConfig:
                 "needs one joint vocabulary, so equal source and target sizes)"})
     window: int | None = field(default=None, metadata={
         "help": "restricted self-attention: each position sees +-window positions (None = full attention)"})
+
+    def check(self) -> None:
+        check_model_values(self)
 
 
 class Transformer(nn.Module):

@@ -79,9 +79,14 @@ class RunDirectory:
                 moved = self._move_aside()
                 print(f"train.resume=false: the previous run in {self.path} was moved to {moved}")
                 outcome = "replaced"
+        self.write_config(config_yaml)
+        return outcome
+
+    def write_config(self, config_yaml: str) -> None:
+        """config.yaml: the recipe as trained (rewritten after the task's setup, which may
+        derive values such as the accumulation from a token budget)."""
         with atomic_open(self.path / "config.yaml") as f:
             f.write(config_yaml.encode())
-        return outcome
 
     def _make_writable(self) -> None:
         try:

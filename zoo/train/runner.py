@@ -108,6 +108,8 @@ class Runner:
         outcome = broadcast_object(outcome, self.run)
 
         task.setup(self.run)
+        if self.run.is_main:
+            self.directory.write_config(to_yaml(cfg))
         self.artifacts = task_artifacts(task)
         seed_everything(self.tc.seed)  # same initial weights on every rank
         self.model = task.build_model().to(self.run.device)

@@ -1,0 +1,38 @@
+"""Model values checked when the config is read, by the names every zoo model section shares
+(one spelling across tasks): a bad value is one line naming its key, before any work starts,
+instead of a ValueError from deep inside the blocks."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from zoo.blocks import ACTIVATIONS, NORMS, POSITIONS
+from zoo.config import Invalid
+
+CHOICES = {"activation": ACTIVATIONS, "norm": NORMS, "positions": POSITIONS}
+POSITIVE = ("dim", "num_heads", "ffn_dim", "max_len", "encoder_layers", "decoder_layers",
+            "num_layers", "image_size", "patch_size", "in_chans", "num_classes")
+
+
+def check_model_values(cfg: Any) -> None:
+    """Raise zoo.config.Invalid for the first value a model could not be built with.
+
+    Covers the fields `cfg` has among: the POSITIVE sizes, `num_heads` dividing `dim`, every
+    `*dropout` and `drop_path_rate` in [0, 1), the table choices (activation, norm,
+    positions), and `window` >= 1 when set.
+    """
+    values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    for key in POSITIVE:
+        if key in values and values[key] < 1:
+            raise Invalid(key, f"must be at least 1, not {values[key]}")
+    if "dim" in values and "num_heads" in values and values["dim"] % values["num_heads"]:
+        raise Invalid("num_heads", f"{values['num_heads']} does not divide dim {values['dim']}")
+    for key, value in values.items():
+        if (key.endswith("dropout") or key == "drop_path_rate") and not 0.0 <= value < 1.0:
+            raise Invalid(key, f"must be in [0, 1), not {value}")
+    for key, table in CHOICES.items():
+        if key in values and values[key] not in table:
+            raise Invalid(key, f"{values[key]!r} is not one of {', '.join(table)}")
+    if values.get("window") is not None and values["window"] < 1:
+        raise Invalid("window", f"must be at least 1 (or null for full attention), not {values['window']}")
