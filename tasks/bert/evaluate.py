@@ -68,9 +68,6 @@ def evaluation_sets(loaded: LoadedBert, data: DataConfig, args: EvaluateConfig) 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     args = parse_cli(EvaluateConfig, argv, default_config=None, positional=("run",),
                      description=__doc__.split("\n\n")[1])
-    if not args.run:
-        raise UserError("name a run directory, checkpoint or Hugging Face directory "
-                        "(python -m tasks.bert.evaluate RUN)")
     loaded = load_bert(args.run, which=args.which)
     data = _data_config(loaded, args)
     precision = args.precision or (loaded.recipe.train.precision if loaded.recipe else "fp32")

@@ -58,9 +58,6 @@ def fill_mask(loaded: LoadedBert, text: str, top_k: int = 5) -> list[list[dict]]
 def main(argv: list[str] | None = None) -> None:
     args = parse_cli(FillMaskConfig, argv, default_config=None, positional=("run",),
                      description=__doc__.split("\n\n")[1])
-    if not args.run:
-        raise UserError("name a run directory, checkpoint or Hugging Face directory "
-                        "(echo 'a [MASK] b' | python -m tasks.bert.fill_mask RUN)")
     loaded = load_bert(args.run, which=args.which)
     for line in sys.stdin:
         text = line.strip()

@@ -122,6 +122,9 @@ def write_hf_directory(loaded: LoadedBert, out: str | Path) -> Path:
 def load_bert(source: str, *, which: str = "best", overrides: list[str] | None = None) -> LoadedBert:
     """A zoo run directory or checkpoint file (through zoo.train.load_trained, tokenizer from
     the checkpoint), a local Hugging Face directory, or a hub name such as bert-base-uncased."""
+    if not source:
+        raise UserError("name a run directory, a checkpoint file, a Hugging Face directory or a "
+                        "hub name (see --help)")
     path = Path(source).expanduser()
     if is_hf_directory(path):
         return read_hf_directory(path)

@@ -136,3 +136,17 @@ def test_recipes_have_their_published_sizes(recipe, parameters):
         model = build_bert(cfg.model, cfg.data.vocab_size, 0)
     assert sum(p.numel() for p in model.parameters()) == pytest.approx(parameters, rel=0.02)
     assert isinstance(cfg.model, BertModelConfig)
+
+
+def test_a_hub_name_goes_through_snapshot_download(hf_dir, monkeypatch):
+    """Offline, the hub is replaced by the local export; the call is the real one otherwise."""
+    asked = {}
+
+    def snapshot_download(repo_id, allow_patterns):
+        asked.update(repo_id=repo_id, allow_patterns=allow_patterns)
+        return str(hf_dir)
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", snapshot_download)
+    loaded = load_bert("someone/tiny-bert")
+    assert asked["repo_id"] == "someone/tiny-bert" and "vocab.txt" in asked["allow_patterns"]
+    assert loaded.source == hf_dir and loaded.recipe is None
