@@ -65,8 +65,8 @@ class DecodeConfig:
 
 
 def _default_train() -> TrainConfig:
-    return TrainConfig(out_dir="runs/parsing-default", max_steps=500, log_every=50, eval_every=250,
-                       save_every=250, clip_norm=1.0, best_metric="f1", threads=2)
+    return TrainConfig(out_dir="runs/parsing-default", max_steps=400, log_every=50, eval_every=200,
+                       save_every=200, clip_norm=1.0, best_metric="f1", threads=2)
 
 
 @dataclass

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from nltk.tokenize import TreebankWordTokenizer
 
-from tasks.parsing.draw import plot_tree
+from tasks.parsing.data import chart_input
+from tasks.parsing.draw import plot_span_scores, plot_tree
 from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.task import parse
 from zoo.cli import main_guard
-from zoo.config import parse_cli
+from zoo.config import UserError, parse_cli
 from zoo.train import evaluation
 
 
@@ -28,6 +29,8 @@ class ParseOptions(TrainedParserOptions):
     pretokenized: bool = field(default=False, metadata={"help": "split lines on spaces only"})
     pretty: bool = field(default=False, metadata={"help": "draw each tree as text art instead of one line"})
     png: str = field(default="", metadata={"help": "also draw the first tree into this PNG file"})
+    scores_png: str = field(default="", metadata={
+        "help": "chart parser: also draw the first sentence's span scores into this PNG file"})
 
 
 @main_guard
@@ -47,6 +50,15 @@ def main(argv: list[str] | None = None) -> list[str]:
             print(line)
     if options.png and trees:
         print(f"wrote {plot_tree(trees[0], Path(options.png))}", file=sys.stderr)
+    if options.scores_png and sentences:
+        if parser.cfg.model.kind != "chart":
+            raise UserError("--scores_png: only the chart parser scores spans")
+        x = chart_input(sentences[:1], parser.vocab)
+        with evaluation(parser.model, parser.precision) as model:
+            scores, _ = model(x.words, x.chars)
+        path = plot_span_scores(scores[0].float().cpu(), sentences[0], parser.vocab.labels, Path(options.scores_png),
+                                title="chart parser: best label score of every span")
+        print(f"wrote {path}", file=sys.stderr)
     return out
 
 

@@ -41,11 +41,11 @@ def test_train_ends_with_a_test_score(run_dir: Path) -> None:
 
 def test_parse_reads_stdin_and_draws(run_dir: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("The dog saw a cat.\n\nShe didn't smile.\n"))
-    png = tmp_path / "tree.png"
-    lines = parse.main([str(run_dir), "--png", str(png), "--threads=1"])
+    png, scores = tmp_path / "tree.png", tmp_path / "scores.png"
+    lines = parse.main([str(run_dir), "--png", str(png), f"--scores_png={scores}", "--threads=1"])
     trees = [Tree.fromstring(line) for line in lines]
     assert [t.leaves() for t in trees] == [["The", "dog", "saw", "a", "cat", "."], ["She", "did", "n't", "smile", "."]]
-    assert png.stat().st_size > 1000
+    assert png.stat().st_size > 1000 and scores.stat().st_size > 1000
     parse.main([str(run_dir), "--pretty", "--pretokenized", f"--input={_write(tmp_path, 'a b')}"])
     assert "a" in capsys.readouterr().out
 
