@@ -150,3 +150,15 @@ def test_a_hub_name_goes_through_snapshot_download(hf_dir, monkeypatch):
     loaded = load_bert("someone/tiny-bert")
     assert asked["repo_id"] == "someone/tiny-bert" and "vocab.txt" in asked["allow_patterns"]
     assert loaded.source == hf_dir and loaded.recipe is None
+
+
+def test_attention_maps_of_a_pair(run_dir, tmp_path):
+    from tasks.bert import attention
+    loaded = load_bert(str(run_dir))
+    ids, types, tokens = attention.pair_inputs(loaded, "the town lies on the river .", "it floods .")
+    weights = attention.attention_weights(loaded, ids, types)
+    assert weights.shape == (1, 2, len(tokens), len(tokens)) and tokens[0] == "[CLS]"
+    torch.testing.assert_close(weights.sum(dim=-1), torch.ones(1, 2, len(tokens)))
+    out = attention.main([str(run_dir), "--text=the town lies on the river .",
+                          "--text_b=it floods .", f"--out={tmp_path / 'a.png'}"])
+    assert out.stat().st_size > 1000
