@@ -65,8 +65,10 @@ class DecodeConfig:
 
 
 def _default_train() -> TrainConfig:
+    # One thread: this model's matrices are too small to gain from more, and extra OpenMP
+    # threads slow it down badly when other processes share the cores.
     return TrainConfig(out_dir="runs/parsing-default", max_steps=400, log_every=50, eval_every=200,
-                       save_every=200, clip_norm=1.0, best_metric="f1", threads=2)
+                       save_every=200, clip_norm=1.0, best_metric="f1", threads=1)
 
 
 @dataclass

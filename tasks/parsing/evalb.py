@@ -140,10 +140,14 @@ class EvalbResult:
     labels: dict[str, list[int]] = field(default_factory=dict)  # label -> [gold, test, matched]
     errors: list[str] = field(default_factory=list)
 
-    def metrics(self) -> dict[str, float]:
+    def metrics(self, tags: bool = True) -> dict[str, float]:
+        """F1, precision, recall, exact match, tagging accuracy (unless not `tags`), errors."""
         a = self.all
-        return {"f1": a.f1, "precision": a.precision, "recall": a.recall, "exact": a.exact,
-                "tagging": a.tagging, "errors": float(a.errors)}
+        out = {"f1": a.f1, "precision": a.precision, "recall": a.recall, "exact": a.exact,
+               "tagging": a.tagging, "errors": float(a.errors)}
+        if not tags:
+            del out["tagging"]
+        return out
 
 
 def _crossing(gold: Counter, test: Counter) -> int:

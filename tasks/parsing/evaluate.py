@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     write_trees(gold, out / f"{options.split}.gold.mrg")
     print(report(scored))
     result = {"checkpoint": str(parser.trained.path), "ema": parser.trained.ema, "kind": cfg.model.kind,
-              "split": options.split, "sentences": len(gold), **scored.metrics(),
+              "split": options.split, "sentences": len(gold), **scored.metrics(tags=cfg.model.kind == "chart"),
               "beam_size": cfg.decode.beam_size if cfg.model.kind == "seq2seq" else None,
               "seconds": round(seconds, 2), "sentences_per_s": round(len(gold) / seconds, 2),
               "device": options.device, "predicted": str(pred_path)}

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     with evaluation(result.model, result.run.precision) as model:
         scored, _ = score_trees(model, task.vocab, task.treebank["test"], cfg)
-    metrics = scored.metrics()
+    metrics = scored.metrics(tags=cfg.model.kind == "chart")
     (result.run_dir / "test.json").write_text(json.dumps({"step": result.step, **metrics}, indent=2) + "\n")
     print(report(scored).split("\n-- len")[0])
     beam = f", beam {cfg.decode.beam_size}" if cfg.model.kind == "seq2seq" else ""
