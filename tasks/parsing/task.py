@@ -100,11 +100,13 @@ def seq2seq_parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], cf
 def parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], cfg: ParsingConfig, *,
           beam_size: int | None = None, tags: list[list[str]] | None = None) -> list[Tree]:
     """Trees for tokenised sentences (run under zoo.train.evaluation). A sentence too long for
-    the model is reported on stderr and comes back flat, under TOP (no brackets, so EVALB counts
-    it as all-missed, not as an error).
+    the model is reported on stderr and comes back flat, under TOP: no brackets, so EVALB counts
+    it as all missed (when its punctuation is tagged, by `tags`, as in the gold tree).
 
     Args:
-        beam_size: seq2seq beam (default: decode.beam_size). tags: seq2seq leaves' tags (else XX).
+        beam_size: seq2seq beam (default: decode.beam_size).
+        tags: the tags of the leaves the parser does not tag (the seq2seq parser's, and those of
+            unparsed sentences); XX when None.
     """
     keep = [k for k, s in enumerate(sentences) if s and not too_long(s, cfg)]
     kept = set(keep)
@@ -112,7 +114,8 @@ def parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], cfg: Parsi
         if k not in kept:
             print(f"sentence {k + 1}: {len(s)} words, more than model.max_len={cfg.model.max_len} allows "
                   "(or none): left unparsed", file=sys.stderr)
-    trees = [Tree("TOP", [Tree("XX", [w]) for w in s]) for s in sentences]
+    trees = [Tree("TOP", [Tree(tags[k][i] if tags else "XX", [w]) for i, w in enumerate(s)])
+             for k, s in enumerate(sentences)]
     chosen = [sentences[k] for k in keep]
     max_tokens = cfg.decode.max_tokens or cfg.data.max_tokens
     if chosen and cfg.model.kind == "chart":
@@ -130,7 +133,7 @@ def score_trees(model: nn.Module, vocab: Vocab, gold: list[Tree], cfg: ParsingCo
     """EVALB of the model's parses of gold trees' sentences, and the parses (seq2seq: with the
     gold tags, so its tagging accuracy means nothing: leave it out with metrics(tags=False))."""
     sentences = [t.leaves() for t in gold]
-    tags = [[tag for _, tag in t.pos()] for t in gold] if cfg.model.kind == "seq2seq" else None
+    tags = [[tag for _, tag in t.pos()] for t in gold]
     predicted = parse(model, vocab, sentences, cfg, beam_size=beam_size, tags=tags)
     return evalb(gold, predicted), predicted
 

@@ -67,3 +67,10 @@ def test_too_long_sentence_is_reported_and_left_flat(handful, tmp_path, capsys, 
     assert trees[1] == Tree("TOP", [Tree("XX", [w]) for w in long])
     assert trees[0].leaves() == ["the", "dog"] and trees[0].label() != "TOP"
     assert "sentence 2: 11 words, more than model.max_len=12" in capsys.readouterr().err
+    # Scored against gold, the unparsed sentence keeps its gold tags: all missed, not an error.
+    gold = Tree.fromstring("(S (NP (DT the) (NN dog) (CC and) (DT the) (JJ old) (NN cat)) (, ,) (VP (VBD barked)"
+                           " (ADVP (RB very) (RB loudly) (RB again))) (. .))")  # 12 words
+    with evaluation(model) as m:
+        scored, predicted = score_trees(m, vocab, [gold], cfg)
+    assert predicted[0].label() == "TOP" and predicted[0].pos() == gold.pos()
+    assert (scored.all.errors, scored.all.test, scored.all.recall) == (0, 0, 0.0)
