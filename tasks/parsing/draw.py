@@ -13,24 +13,25 @@ from nltk import Tree  # noqa: E402
 from torch import Tensor  # noqa: E402
 
 
-def _layout(tree: Tree | str, depth: int, leaves: list[float], out: list) -> float:
-    """Appends (x, depth, text, child xs and depths) per node; returns the node's x."""
+def _layout(tree: Tree | str, depth: int, bottom: int, leaves: list[float], out: list) -> tuple[float, int]:
+    """Appends (x, depth, text, children's (x, depth)) per node, words on the bottom row;
+    returns the node's (x, depth)."""
     if isinstance(tree, str):
         x = float(len(leaves))
         leaves.append(x)
-        out.append((x, depth, tree, []))
-        return x
-    children = [(_layout(child, depth + 1, leaves, out), depth + 1) for child in tree]
+        out.append((x, bottom, tree, []))
+        return x, bottom
+    children = [_layout(child, depth + 1, bottom, leaves, out) for child in tree]
     x = sum(c for c, _ in children) / len(children)
     out.append((x, depth, tree.label(), children))
-    return x
+    return x, depth
 
 
 def plot_tree(tree: Tree, path: Path, *, title: str = "") -> Path:
     """Draw `tree` top-down into a PNG."""
     nodes: list = []
-    _layout(tree, 0, [], nodes)
-    depth = max(d for _, d, _, _ in nodes)
+    depth = tree.height() - 1
+    _layout(tree, 0, depth, [], nodes)
     width = len(tree.leaves())
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * width), 0.7 * (depth + 1) + 0.6))
     for x, d, text, children in nodes:
