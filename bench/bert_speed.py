@@ -1,0 +1,150 @@
+"""zoo BERT vs Hugging Face BertForPreTraining (SDPA attention): the same dimensions and
+weights, pretraining steps timed in one interleaved run.
+
+    python -m bench.bert_speed [--device cuda] [--preset tiny|mini|base] [--repeats 7] [--threads N]
+
+A step is what each library's users run: forward with both heads, MLM + NSP cross-entropy,
+backward, AdamW. Hugging Face computes the MLM logits at every position (`labels` = -100 where
+not masked); zoo computes them only at the masked ones. Batches look like pretraining batches:
+128-token pairs, 10% of them shorter (padded), 15% of the tokens masked. Tokens/s count real
+tokens; ratios are zoo / Hugging Face (target >= 1.2x), fp32 and bf16 autocast.
+Writes bench/results/bert_speed.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from transformers import BertConfig, BertForPreTraining
+
+from bench.timing import hardware, interleaved_medians
+from zoo.models.bert import build_bert, config_from_hf, state_from_hf
+
+RESULTS = Path(__file__).parent / "results"
+PRESETS = {  # Turc et al. (2019)'s BERT-Tiny and BERT-Mini, and BERT-base
+    "tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512,
+                 vocab_size=8192, batch=32),
+    "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                 vocab_size=16384, batch=32),
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                 intermediate_size=3072, vocab_size=30522, batch=32),
+}
+LENGTH = 128
+
+
+def pretraining_batch(vocab_size: int, batch: int, device: torch.device) -> dict[str, torch.Tensor]:
+    """Random ids with the shape statistics of BERT's phase-1 batches."""
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.where(torch.rand(batch, generator=g) < 0.1,
+                          torch.randint(8, LENGTH, (batch,), generator=g), torch.full((batch,), LENGTH))
+    mask = torch.arange(LENGTH)[None] < lengths[:, None]
+    ids = torch.randint(5, vocab_size, (batch, LENGTH), generator=g).masked_fill(~mask, 0)
+    types = ((torch.arange(LENGTH)[None] >= lengths[:, None] // 2) & mask).long()
+    chosen = (torch.rand(batch, LENGTH, generator=g) < 0.15) & mask
+    labels = ids.masked_fill(~chosen, -100)
+    nsp = torch.randint(0, 2, (batch,), generator=g)
+    tensors = dict(ids=ids, types=types, mask=mask, labels=labels, nsp=nsp)
+    return {k: v.to(device) for k, v in tensors.items()}
+
+
+def _zoo_step(model, b, optimizer, autocast: bool) -> Callable[[], None]:
+    chosen = b["labels"] != -100
+    targets = b["labels"][chosen]
+
+    def step() -> None:
+        with torch.autocast(b["ids"].device.type, dtype=torch.bfloat16, enabled=autocast):
+            out = model(b["ids"], b["types"], b["mask"], masked_positions=chosen)
+            loss = F.cross_entropy(out.mlm.float(), targets) + F.cross_entropy(out.nsp.float(), b["nsp"])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def _hf_step(model, b, optimizer, autocast: bool) -> Callable[[], None]:
+    def step() -> None:
+        with torch.autocast(b["ids"].device.type, dtype=torch.bfloat16, enabled=autocast):
+            loss = model(input_ids=b["ids"], token_type_ids=b["types"], attention_mask=b["mask"].long(),
+                         labels=b["labels"], next_sentence_label=b["nsp"]).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def _synced(fn: Callable[[], None], device: torch.device) -> Callable[[], None]:
+    if device.type != "cuda":
+        return fn
+
+    def run() -> None:
+        fn()
+        torch.cuda.synchronize()
+    return run
+
+
+def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
+    spec = dict(PRESETS[preset])
+    batch = spec.pop("batch")
+    torch.manual_seed(0)
+    theirs = BertForPreTraining(BertConfig(max_position_embeddings=512, attn_implementation="sdpa",
+                                           **spec))
+    cfg, vocab_size, pad_id = config_from_hf(theirs.config.to_dict())
+    ours = build_bert(cfg, vocab_size, pad_id)
+    ours.load_state_dict(state_from_hf(theirs.state_dict()))
+    b = pretraining_batch(vocab_size, batch, device)
+    steps = {"zoo": (ours.to(device), _zoo_step), "hf": (theirs.to(device), _hf_step)}
+    fns = {}
+    for precision in ("fp32", "bf16"):
+        for name, (model, make) in steps.items():
+            model.train()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+            fns[f"{precision}/{name}"] = _synced(make(model, b, optimizer, precision == "bf16"), device)
+    times = interleaved_medians(fns, repeats=repeats, warmup=2)
+    tokens = int(b["mask"].sum())
+    rows = [{"precision": p, "zoo_tokens_per_s": tokens / times[f"{p}/zoo"],
+             "hf_tokens_per_s": tokens / times[f"{p}/hf"], "ratio": times[f"{p}/hf"] / times[f"{p}/zoo"]}
+            for p in ("fp32", "bf16")]
+    params = sum(p.numel() for p in ours.parameters())
+    return rows, {"preset": preset, **spec, "batch": batch, "length": LENGTH, "tokens": tokens,
+                  "parameters": params}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="mini")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import transformers
+
+    rows, setup = run(args.preset, torch.device(args.device), args.repeats)
+    command = "python -m bench.bert_speed " + " ".join(sys.argv[1:])
+    meta = {"command": command.strip(), "hardware": hardware(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "setup": setup}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bert_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    lines = ["# zoo BERT vs Hugging Face BertForPreTraining (same dimensions and weights)", "",
+             f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, "
+             f"transformers {meta['transformers']}.",
+             f"Setup: {setup}. Pretraining steps (forward, MLM + NSP loss, backward, AdamW); "
+             f"medians of {args.repeats} interleaved rounds.", "",
+             "| precision | zoo tokens/s | HF tokens/s | ratio (target >= 1.2x) |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['precision']} | {r['zoo_tokens_per_s']:.0f} | {r['hf_tokens_per_s']:.0f} | "
+                     f"{r['ratio']:.2f}x |")
+    (RESULTS / "bert_speed.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
