@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from transformers import BertConfig, BertForPreTraining
 
-from bench.timing import hardware, interleaved_medians
+from bench.timing import hardware, interleaved_medians, synced
 from zoo.models.bert import build_bert, config_from_hf, state_from_hf
 
 RESULTS = Path(__file__).parent / "results"
@@ -78,16 +78,6 @@ def _hf_step(model, b, optimizer, autocast: bool) -> Callable[[], None]:
     return step
 
 
-def _synced(fn: Callable[[], None], device: torch.device) -> Callable[[], None]:
-    if device.type != "cuda":
-        return fn
-
-    def run() -> None:
-        fn()
-        torch.cuda.synchronize()
-    return run
-
-
 def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
     spec = dict(PRESETS[preset])
     batch = spec.pop("batch")
@@ -104,7 +94,7 @@ def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], di
         for name, (model, make) in steps.items():
             model.train()
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
-            fns[f"{precision}/{name}"] = _synced(make(model, b, optimizer, precision == "bf16"), device)
+            fns[f"{precision}/{name}"] = synced(make(model, b, optimizer, precision == "bf16"), device)
     times = interleaved_medians(fns, repeats=repeats, warmup=2)
     tokens = int(b["mask"].sum())
     rows = [{"precision": p, "zoo_tokens_per_s": tokens / times[f"{p}/zoo"],

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import torch
 
 
 def interleaved_medians(fns: dict[str, Callable[[], None]], *, repeats: int = 7,
@@ -20,6 +23,18 @@ def interleaved_medians(fns: dict[str, Callable[[], None]], *, repeats: int = 7,
             fn()
             samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def synced(fn: Callable[[], None], device: torch.device) -> Callable[[], None]:
+    """`fn` followed by a CUDA synchronize on a GPU (kernels run asynchronously), else `fn`."""
+    if device.type != "cuda":
+        return fn
+    import torch
+
+    def run() -> None:
+        fn()
+        torch.cuda.synchronize()
+    return run
 
 
 def hardware() -> str:
