@@ -18,8 +18,11 @@ The paper's settings: beam 4, length penalty alpha = 0.6, output length at most 
    limit, where only EOS is allowed.
 
 With alpha = 0 and beam 1 this is exactly greedy search. The source is encoded once per sequence
-and the first step runs on the B sequences; only then are the caches (whose cross-attention
-keys/values are now filled) copied into B x beam rows. Sequences that stop leave the batch.
+and the first step runs on the B sequences; only then does each get its k beams. The beams of a
+sequence share one copy of its encoder output and cross-attention keys/values (nothing fixed
+within a sentence is copied per step); their self-attention caches follow the beams. The best 2k
+pairs of a sequence are among the 2k best tokens of each of its beams, so the vocabulary is
+ranked per beam, then only k x 2k candidates per sequence. Sequences that stop leave the batch.
 
 Shape key: B sequences, k beams, n live sequences, V vocabulary size, L hypothesis length.
 """
@@ -100,18 +103,20 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
     finished = FinishedHypotheses(b, n_best, int(limits.max()) + 1, special, device)
 
     active = torch.arange(b, device=device)  # the sequence of each group of k rows
-    logprobs = state.next_logprobs(active)  # first step on the B sequences, then copy into beams
+    logprobs = state.next_logprobs(active)  # the first step runs on the B sequences
+    width = min(2 * k, logprobs.shape[1])
+    best, best_token = logprobs.topk(width, dim=1)  # (rows, width) each row's best tokens
     rows = active.repeat_interleave(k)
     state.select(rows)
-    logprobs = logprobs.index_select(0, rows)
+    best, best_token = best.index_select(0, rows), best_token.index_select(0, rows)
     scores = torch.full((b, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # the copies are identical: only one may propose at the first step
 
     for step in range(int(limits.max()) + 1):
-        n, vocab = active.numel(), logprobs.shape[-1]
-        top, index = (scores.view(-1, 1) + logprobs).view(n, k * vocab).topk(2 * k, dim=1)
-        parent = index // vocab + torch.arange(n, device=device)[:, None] * k  # row in state
-        token = index % vocab
+        n = active.numel()
+        top, index = (scores.view(-1, 1) + best).view(n, k * width).topk(2 * k, dim=1)
+        parent = index // width + torch.arange(n, device=device)[:, None] * k  # row in state
+        token = best_token.view(n, k * width).gather(1, index)
         ends = token == special.eos
 
         ended = ends[:, :k] & top[:, :k].isfinite()
@@ -127,10 +132,12 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
         done = (finished.worst(active) >= reachable) | (limits[active] <= step)
         if done.all():
             break
+        keep = None
         if done.any():
             keep = (~done).nonzero().squeeze(1)
             active, scores, parent, token = active[keep], scores[keep], parent[keep], token[keep]
-        state.select(parent.reshape(-1))
+        state.select(parent.reshape(-1), sources=keep)
         state.append(token.reshape(-1))
         logprobs = state.next_logprobs(active.repeat_interleave(k), idle=scores.isneginf().view(-1))
+        best, best_token = logprobs.topk(width, dim=1)
     return finished.hypotheses()

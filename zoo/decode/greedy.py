@@ -37,19 +37,24 @@ def extend_one_by_one(model: EncoderDecoder, src: Tensor, pick: Callable[[Tensor
     """
     state = DecodingState(model, src, special=special, max_len_a=max_len_a, max_len_b=max_len_b,
                           allowed_tokens=allowed_tokens, use_cache=use_cache)
-    sequences = torch.arange(src.shape[0], device=src.device)
-    scores = torch.zeros(src.shape[0], device=src.device)
-    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    for _ in range(int(state.limits.max()) + 1):
-        logprobs = state.next_logprobs(sequences, idle=finished)
-        chosen = pick(logprobs).masked_fill(finished, special.pad)
-        chosen_logprob = logprobs.gather(1, chosen[:, None]).squeeze(1)
-        scores += chosen_logprob.masked_fill(finished, 0.0)
+    b, steps = src.shape[0], int(state.limits.max()) + 1
+    active = torch.arange(b, device=src.device)  # the sequence of each row still growing
+    scores = torch.zeros(b, device=src.device)
+    tokens = src.new_full((b, steps), special.pad)  # each row's ids, written when it ends
+    for step in range(steps):
+        logprobs = state.next_logprobs(active)
+        chosen = pick(logprobs)
+        scores[active] += logprobs.gather(1, chosen[:, None]).squeeze(1)
         state.append(chosen)
-        finished |= chosen == special.eos
-        if finished.all():
-            break
-    return Hypotheses(state.tokens[:, None, 1:], scores[:, None], special.eos)
+        ended = chosen == special.eos  # every row ends by its limit, where only EOS is allowed
+        if ended.any():
+            tokens[active[ended], : step + 1] = state.tokens[ended, 1:]
+            if ended.all():
+                break
+            keep = (~ended).nonzero().squeeze(1)  # finished rows leave the batch
+            active = active[keep]
+            state.select(keep, sources=keep)
+    return Hypotheses(tokens[:, None, : step + 1], scores[:, None], special.eos)
 
 
 def greedy_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds,

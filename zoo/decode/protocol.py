@@ -17,8 +17,14 @@ from torch import Tensor
 
 
 class Cache(Protocol):
+    """Per-row state (self-attention keys/values) and per-source state (cross-attention keys and
+    values), the rows of a source consecutive and equally many (beam search's beams)."""
+
     def reorder(self, index: Tensor) -> None:
-        """Keep the batch rows `index` (in that order, repeats allowed)."""
+        """Keep the rows `index` (in that order, repeats allowed), each within its source."""
+
+    def select_sources(self, index: Tensor) -> None:
+        """Keep the sources `index` (sequences leaving the batch)."""
 
 
 class EncoderDecoder(Protocol):
@@ -29,7 +35,8 @@ class EncoderDecoder(Protocol):
 
     def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
                cache: Cache | None = None) -> Tensor:
-        """Target ids (B, T) -> next-token logits (B, T, V).
+        """Target ids (N, T) -> next-token logits (N, T, V), N = g B: g consecutive rows per
+        source share its memory (B, S, D), mask and cross-attention cache.
 
         Without a cache `tgt_in` is the whole prefix; with one it holds only the new tokens, and
         `memory` is needed only on the first call (may be None afterwards).

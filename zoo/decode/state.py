@@ -37,17 +37,22 @@ def max_lengths(src: Tensor, pad_idx: int, a: float, b: int, cap: int) -> Tensor
     return (a * lengths + b).floor().long().clamp(max=cap)
 
 
-def force_eos(logprobs: Tensor, rows: Tensor, eos_idx: int) -> Tensor:
-    """Leave only EOS possible in the rows where `rows` (N,) is True (they reached their limit)."""
-    if not rows.any():
-        return logprobs
-    only_eos = torch.full_like(logprobs[0], float("-inf"))
-    only_eos[eos_idx] = 0.0
-    return torch.where(rows[:, None], logprobs + only_eos, logprobs)
+def force_eos(logprobs: Tensor, rows: Tensor, eos_idx: int) -> None:
+    """In place: leave only EOS possible in the rows where `rows` (N,) is True (they reached
+    their limit)."""
+    if rows.any():
+        only_eos = torch.full_like(logprobs[0], float("-inf"))
+        only_eos[eos_idx] = 0.0
+        logprobs[rows] += only_eos
 
 
 class DecodingState:
     """Decoder inputs so far (BOS + generated ids) with the encoder output and cache they need.
+
+    Rows and sources: the state starts with one row (hypothesis) per source sequence; `select`
+    may then give every source several consecutive rows (beam search's beams) and drop sources
+    that stopped. The encoder output, its mask and the cross-attention caches stay per source
+    (shared by its rows, never copied per step); the tokens and self-attention caches are per row.
 
     Args:
         model: the encoder-decoder to run.
@@ -75,33 +80,46 @@ class DecodingState:
 
         Args:
             sequences: (N,) the source sequence of each row.
-            idle: (N,) rows whose next token does not matter (ended, or beams scored -inf):
-                the hook's answer for them is not checked.
+            idle: (N,) rows whose next token does not matter (beams scored -inf): the hook's
+                answer for them is not checked.
         """
         new = self.tokens if self.cache is None else self.tokens[:, -1:]
         logits = self.model.decode(new, self.memory, self.memory_mask, self.cache)[:, -1]
         if self.cache is not None:
             self.memory = None  # the cross-attention caches hold its keys and values now
+        # One new (N, V) tensor per step; the rules below edit it in place.
         logprobs = logits.float().log_softmax(dim=-1)
         logprobs[:, self.never] = float("-inf")
         at_limit = self.limits[sequences] == self.tokens.shape[1] - 1
         if self.allowed_tokens is not None:
             free = at_limit if idle is None else at_limit | idle
             allowed = self.allowed_tokens(sequences, self.tokens[:, 1:]) | free[:, None]
-            logprobs = logprobs.masked_fill(~allowed, float("-inf"))
+            logprobs.masked_fill_(~allowed, float("-inf"))
             if not logprobs.isfinite().any(dim=-1).all():
                 raise ValueError("allowed_tokens left a row with no token it may generate")
-        return force_eos(logprobs, at_limit, self.special.eos)
+        force_eos(logprobs, at_limit, self.special.eos)
+        return logprobs
 
     def append(self, tokens: Tensor) -> None:
         """Extend every row by one token (N,)."""
         self.tokens = torch.cat([self.tokens, tokens[:, None]], dim=1)
 
-    def select(self, rows: Tensor) -> None:
-        """Keep the rows `rows` (repeats allowed): beam expansion, reordering and pruning."""
+    def select(self, rows: Tensor, sources: Tensor | None = None) -> None:
+        """Keep the rows `rows` (repeats allowed), each staying with its source sequence: beam
+        expansion and reordering.
+
+        Args:
+            rows: (N',) the rows kept, the rows of each source consecutive and equally many.
+            sources: when sequences stop, the sources kept (indices into the current ones, in
+                order); None = the same sources.
+        """
         self.tokens = self.tokens.index_select(0, rows)
-        self.memory_mask = self.memory_mask.index_select(0, rows)
-        if self.memory is not None:
-            self.memory = self.memory.index_select(0, rows)
         if self.cache is not None:
             self.cache.reorder(rows)
+        if sources is None:
+            return
+        self.memory_mask = self.memory_mask.index_select(0, sources)
+        if self.memory is not None:
+            self.memory = self.memory.index_select(0, sources)
+        if self.cache is not None:
+            self.cache.select_sources(sources)

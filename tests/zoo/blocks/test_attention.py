@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.blocks import MultiHeadAttention, attention_maps, causal_mask, lengths_mask
+from zoo.blocks import KVCache, MultiHeadAttention, attention_maps, causal_mask, lengths_mask
 
 B, T, S, D, H = 3, 7, 5, 16, 4
 
@@ -57,6 +57,32 @@ def test_cross_attention_with_padding_equals_torch(mha):
                                      key_padding_mask=~lengths_mask(lengths, S)[:, 0, 0],
                                      need_weights=False)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("queries", [1, 3])
+def test_rows_sharing_a_context_equal_the_context_repeated(mha, queries):
+    """Beam search: g consecutive rows per source over one copy of its keys (cached after the
+    first call) give what each row gets from a copy of its own."""
+    g, lengths = 4, torch.tensor([5, 2, 3])
+    x = torch.randn(B * g, queries, D, dtype=torch.float64)
+    context = torch.randn(B, S, D, dtype=torch.float64)
+    mask = lengths_mask(lengths, S)
+    cache = KVCache(cross=True)
+    first, again = mha(x, context, mask=mask, cache=cache), mha(x, mask=mask, cache=cache)
+    repeated = mha(x, context.repeat_interleave(g, 0), mask=mask.repeat_interleave(g, 0))
+    assert cache.keys.shape[0] == B
+    torch.testing.assert_close(first, repeated, rtol=0, atol=1e-12)
+    torch.testing.assert_close(again, repeated, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="evenly"):
+        mha(x[1:], context)
+
+
+def test_few_query_steps_in_eval_mode_equal_the_fused_kernel(mha):
+    x = torch.randn(B, 1, D, dtype=torch.float64)
+    context = torch.randn(B, S, D, dtype=torch.float64)
+    mask = lengths_mask(torch.tensor([5, 2, 3]), S)
+    fused = mha.train()(x, context, mask=mask)  # no dropout: the fused kernel's numbers
+    torch.testing.assert_close(mha.eval()(x, context, mask=mask), fused, rtol=0, atol=1e-12)
 
 
 def test_equals_plain_softmax_reference(mha):

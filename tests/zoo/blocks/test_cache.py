@@ -22,18 +22,31 @@ def test_append_returns_the_concatenated_history_across_growth():
     assert len(cache) == sum(k.shape[2] for k in ks) and not cache.is_empty
 
 
-def test_cross_cache_is_set_once_and_reordered_with_the_beams():
+def test_cross_cache_is_set_once_and_selected_by_source():
     cache = KVCache(cross=True)
     assert cache.is_empty
     k, v = _kv(3, 5, 0)
     cache.set(k, v)
-    order = torch.tensor([2, 0, 0])
+    order = torch.tensor([2, 0])
     cache.reorder(order)
     torch.testing.assert_close(cache.keys, k[order], rtol=0, atol=0)
     torch.testing.assert_close(cache.values, v[order], rtol=0, atol=0)
 
 
-def test_decoder_cache_offset_and_reorder_of_every_layer():
+def test_reorder_keeps_histories_and_growth_continues_after_it():
+    cache, ks = KVCache(), []
+    for step in range(20):  # reorders before and after the first growth (capacity 16)
+        k, v = _kv(3, 1, step)
+        history = cache.append(k, v)[0].clone()
+        order = torch.tensor([step % 3, 0, 2])
+        cache.reorder(order)
+        torch.testing.assert_close(cache.keys, history[order], rtol=0, atol=0)
+        assert cache.keys.shape[0] == 3 and len(cache) == step + 1
+
+
+def test_decoder_cache_reorders_rows_and_selects_sources_apart():
+    """Beams (rows) reorder the self-attention caches only: the cross-attention keys of the
+    sources stay where they are, in one copy, until sources leave."""
     cache = DecoderCache.empty(2)
     assert cache.offset == 0
     for layer in cache.layers:
@@ -41,7 +54,13 @@ def test_decoder_cache_offset_and_reorder_of_every_layer():
         layer.cross_attn.set(*_kv(2, 4, 2))
     assert cache.offset == 3
     before = [layer.self_attn.keys.clone() for layer in cache.layers]
-    cache.reorder(torch.tensor([1, 1]))
-    for layer, keys in zip(cache.layers, before):
-        torch.testing.assert_close(layer.self_attn.keys, keys[[1, 1]], rtol=0, atol=0)
+    cross = [layer.cross_attn.keys for layer in cache.layers]
+    rows = torch.tensor([0, 0, 1, 1])  # two beams per source
+    cache.reorder(rows)
+    for layer, keys, cross_keys in zip(cache.layers, before, cross):
+        torch.testing.assert_close(layer.self_attn.keys, keys[rows], rtol=0, atol=0)
+        assert layer.cross_attn.keys.data_ptr() == cross_keys.data_ptr()
         assert layer.cross_attn.keys.shape[0] == 2
+    cache.select_sources(torch.tensor([1]))
+    for layer, cross_keys in zip(cache.layers, cross):
+        torch.testing.assert_close(layer.cross_attn.keys, cross_keys[1:], rtol=0, atol=0)

@@ -53,6 +53,7 @@ def test_cache_reorder_selects_hypotheses():
     dec(tgt[:, :4], memory, cache=cache)
     order = torch.tensor([2, 2, 0])
     cache.reorder(order)
+    cache.select_sources(order)  # one row per source: the cross caches follow the rows
     last = dec(tgt[order, 4:], None, cache=cache)
     expected = dec(tgt[order], memory[order])[:, 4:]
     torch.testing.assert_close(last, expected, rtol=0, atol=1e-10)

@@ -87,3 +87,21 @@ def test_eos_ends_every_hypothesis(model, src):
     out = beam_search(model, src, beam_size=3, max_len_b=2, n_best=3, **SPECIALS)
     assert ((out.tokens == EOS).sum(-1) == 1).all()
     assert torch.isfinite(out.scores).all()
+
+
+def test_beams_share_one_copy_of_the_cross_attention_keys(model, src):
+    """The cross-attention keys/values are computed once per sentence and never copied while
+    its beams search: one storage, one row per sentence, at every step."""
+    caches, storages = [], set()
+    new_cache = model.new_cache
+    model.new_cache = lambda: caches.append(new_cache()) or caches[-1]
+
+    def on_decoder(module, args):
+        if caches and not caches[0].layers[0].cross_attn.is_empty:
+            keys = caches[0].layers[0].cross_attn.keys
+            storages.add((keys.data_ptr(), keys.shape[0], args[0].shape[0]))
+
+    model.decoder.register_forward_pre_hook(on_decoder)
+    beam_search(model, src[:1], beam_size=4, max_len_b=8, **SPECIALS)
+    (_, sentences, rows), = storages  # one storage at every step
+    assert (sentences, rows) == (1, 4)

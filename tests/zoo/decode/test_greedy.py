@@ -43,3 +43,13 @@ def test_length_limit_forces_eos(model, src):
     for i, hyp in enumerate(out.best()):
         assert len(hyp) <= lengths[i]
     assert ((out.tokens == EOS).sum(-1) == 1).all()  # every hypothesis ends, once
+
+
+def test_finished_rows_leave_the_batch(model, src):
+    """Sentences stop at their own limits (6, 4, 2 source tokens): the decoder sees fewer rows."""
+    rows = []
+    model.decoder.register_forward_pre_hook(lambda module, args: rows.append(args[0].shape[0]))
+    out = greedy_search(model, src, max_len_b=0, **SPECIALS)
+    assert rows == sorted(rows, reverse=True) and rows[0] == 3 and rows[-1] == 1
+    assert out.best() == [greedy_search(model, src[i: i + 1], max_len_b=0, **SPECIALS).best()[0]
+                          for i in range(3)]
