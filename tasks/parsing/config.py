@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zoo.config import Invalid
+from zoo.models.checks import check_model_values
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
 KINDS = ("chart", "seq2seq")
@@ -34,6 +36,13 @@ class ModelConfig:
     char_dim: int = field(default=32, metadata={
         "help": "chart: character embedding width of the character CNN added to word embeddings (0 = words only)"})
     label_hidden: int = field(default=256, metadata={"help": "chart: hidden width of the span label MLP"})
+
+    def check(self) -> None:
+        check_model_values(self)
+        if self.kind not in KINDS:
+            raise Invalid("kind", f"{self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.dim % 2:
+            raise Invalid("dim", f"must be even (the chart parser splits it in two halves), not {self.dim}")
 
 
 @dataclass
