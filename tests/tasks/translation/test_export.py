@@ -1,0 +1,64 @@
+"""Export to CTranslate2: the engine's greedy translations equal zoo's, token for token."""
+
+import pytest
+
+from tasks.translation import export
+from tasks.translation.config import TranslationConfig
+from tasks.translation.inference import TrainedModelOptions, load_translator
+from tasks.translation.task import TranslationTask, translate_ids
+from zoo.config import load_config
+from zoo.train import evaluation, fit
+
+ctranslate2 = pytest.importorskip("ctranslate2", reason="the export needs ctranslate2 (pip install ctranslate2)")
+SENTENCES = 20
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["post_norm", "pre_norm"])
+def trained_run(request, tmp_path_factory):
+    """A tiny model trained for a few dozen steps through the runner on the synthetic corpus
+    (enough for most sentences to end before the length limit)."""
+    out = tmp_path_factory.mktemp("translation")
+    cfg = load_config(TranslationConfig, None, [
+        f"train.out_dir={out}", "train.max_steps=60", "train.eval_every=0", "train.progress=false",
+        "train.tensorboard=false", "train.log_every=30",
+        "data.synthetic_train=2000", "data.synthetic_valid=50", "data.synthetic_test=50",
+        "data.vocab_size=300", "data.max_tokens=1024",
+        "model.dim=64", "model.ffn_dim=128", "model.dropout=0.0", "model.encoder_layers=2",
+        "model.decoder_layers=2", f"model.pre_norm={str(request.param).lower()}",
+        "optim.lr=3e-3", "schedule.name=cosine", "schedule.warmup_steps=10"])
+    task = TranslationTask(cfg)
+    fit(cfg, task)
+    return out, task
+
+
+def test_ctranslate2_greedy_equals_zoo_greedy(trained_run, tmp_path):
+    run, task = trained_run
+    exported = export.main([str(run), "--format", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", "last"])
+    translator = load_translator(TrainedModelOptions(run=str(run), checkpoint="last"))
+    tokenizer, decode = translator.tokenizer, translator.cfg.decode
+    sources = [task.data.split("test").pairs.src.row(i) for i in range(SENTENCES)]
+    with evaluation(translator.model) as model:
+        ours = translate_ids(model, sources, decode, beam_size=1, max_tokens=4096)
+
+    engine = ctranslate2.Translator(str(exported), intra_threads=1)
+    pieces = [tokenizer.pieces(ids) for ids in sources]
+    vocabulary = {piece: i for i, piece in enumerate(tokenizer.pieces(range(tokenizer.vocab_size)))}
+    theirs = []
+    for source, ids in zip(pieces, sources):  # zoo's limit: a |src| + b tokens, EOS counted in |src|
+        limit = int(decode.max_len_a * (len(ids) + 1) + decode.max_len_b)
+        result = engine.translate_batch([source], beam_size=1, max_decoding_length=limit,
+                                        suppress_sequences=[["<s>"], ["<pad>"]])
+        theirs.append([vocabulary[piece] for piece in result[0].hypotheses[0]])
+    assert ours == theirs
+    assert sum(len(ids) < len(src) + 1 + decode.max_len_b for ids, src in zip(ours, sources)) >= SENTENCES // 2
+    assert (exported / "spm.model").read_bytes() == tokenizer.model
+
+
+def test_export_refuses_an_existing_directory_and_unknown_formats(trained_run, tmp_path, capsys):
+    run, _ = trained_run
+    (tmp_path / "taken").mkdir()
+    for argv, message in (([str(run), str(tmp_path / "taken")], "exists"),
+                          ([str(run), "--format", "onnx", str(tmp_path / "x")], "--format")):
+        with pytest.raises(SystemExit) as exit_info:
+            export.main(argv + ["--checkpoint", "last"])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
