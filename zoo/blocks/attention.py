@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from zoo.blocks.cache import KVCache
+from zoo.blocks.cache import BeamKVCache, KVCache
 
 
 FEW_QUERIES = 8
@@ -88,7 +88,7 @@ class MultiHeadAttention(nn.Module):
         return bias[: self.dim] if part == 0 else bias[self.dim:]
 
     def forward(self, x: Tensor, context: Tensor | None = None, *, mask: Tensor | None = None,
-                is_causal: bool = False, cache: KVCache | None = None) -> Tensor:
+                is_causal: bool = False, cache: KVCache | BeamKVCache | None = None) -> Tensor:
         """Attend from x (B, T, D) to itself or to `context` (B, S, D); returns (B, T, D).
 
         Cross-attention may also serve g query rows per context sequence: x (g n, T, D) over
@@ -103,6 +103,8 @@ class MultiHeadAttention(nn.Module):
             cache: KV cache for incremental decoding (see class docstring).
         """
         q, k, v = self._qkv(x, context, cache)
+        if cache is not None and cache.mask is not None:  # beams reading shared histories
+            mask = cache.mask if mask is None else mask & cache.mask
         rows = q.shape[0]
         q = _group_rows(q, k.shape[0])
         maps = _RECORDING.get().get(self)
@@ -124,7 +126,7 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(_ungroup_rows(out, rows or out.shape[0], heads_last=True))
 
     def _qkv(self, x: Tensor, context: Tensor | None,
-             cache: KVCache | None) -> tuple[Tensor, Tensor, Tensor]:
+             cache: KVCache | BeamKVCache | None) -> tuple[Tensor, Tensor, Tensor]:
         if context is None and (cache is None or not cache.cross):
             q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
             q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)

@@ -10,6 +10,9 @@ entry per row and follow the rows when beam search reorders them; cross-attentio
 entry per source sentence, shared by that sentence's rows (see MultiHeadAttention: N query rows
 over n sources, N / n consecutive rows per source), so nothing that is fixed within a sentence is
 copied per step. They change only when sentences leave the batch (`DecoderCache.select_sources`).
+With `beams` > 1 even the self-attention keys/values stay put: each step's beams write into k
+slots of their sentence, and a small table of which slot each row's ancestor wrote (BeamHistory)
+becomes the attention mask, so reordering beams copies no keys or values at all.
 """
 
 from __future__ import annotations
@@ -17,10 +20,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 
-class KVCache:
+class _Positions:
+    """How many key positions a cache holds (`length`, set by the cache)."""
+
+    length: int
+
+    def __len__(self) -> int:
+        return self.length
+
+    @property
+    def is_empty(self) -> bool:
+        return self.length == 0
+
+
+class KVCache(_Positions):
     """Keys and values of one attention module, shape (B, H, S, Dh).
 
     Args:
@@ -36,13 +53,6 @@ class KVCache:
         self._spare_k: Tensor | None = None
         self._spare_v: Tensor | None = None
         self.length = 0
-
-    def __len__(self) -> int:
-        return self.length
-
-    @property
-    def is_empty(self) -> bool:
-        return self.length == 0
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Add (B, H, T, Dh) keys/values; return all keys/values so far."""
@@ -73,6 +83,11 @@ class KVCache:
         return self._k, self._v
 
     @property
+    def mask(self) -> Tensor | None:
+        """A mask attention must add for these keys (None: none)."""
+        return None
+
+    @property
     def keys(self) -> Tensor:
         return self._k[:, :, :self.length]
 
@@ -96,21 +111,126 @@ class KVCache:
         self._v, self._spare_v = self._spare_v, self._v
 
 
+class BeamHistory:
+    """Which of its sentence's k slots each row's ancestor wrote at every step, shared by the
+    layers' BeamKVCaches: reordering beams rewrites this (N, t) table, not the keys and values.
+
+    Args:
+        beams: rows per source sentence (k) once the search has expanded.
+    """
+
+    def __init__(self, beams: int) -> None:
+        self.beams = beams
+        self.slots: Tensor | None = None  # (N, t) long
+        self._mask: Tensor | None = None
+
+    def mask(self, rows: int, sources: int, length: int, device: torch.device) -> Tensor:
+        """(n, 1, g, length k) bool: the keys each of the g rows per source sees, its
+        ancestors' slots and, at the newest step, its own (built once per step for all layers)."""
+        if self.slots is None or self.slots.shape[1] < length:
+            own = (torch.arange(rows, device=device) % (rows // sources))[:, None]
+            self.slots = own if self.slots is None else torch.cat([self.slots, own], dim=1)
+            self._mask = None
+        if self._mask is None:
+            seen = F.one_hot(self.slots, self.beams).bool()  # (N, length, k)
+            self._mask = seen.view(sources, rows // sources, 1, length * self.beams).transpose(1, 2)
+        return self._mask
+
+    def reorder(self, index: Tensor) -> None:
+        """Row i now continues the history of row index[i]."""
+        if self.slots is not None:
+            self.slots = self.slots.index_select(0, index)
+            self._mask = None
+
+
+class BeamKVCache(_Positions):
+    """Self-attention keys and values of a beam search, shape (n, H, t, k, Dh): step t of source
+    i holds what its k beams computed (slot j from the j-th row of the source; the first step,
+    run once per source, fills slot 0). Rows read their own history through `mask`; nothing is
+    copied when beams are reordered. One query step at a time.
+
+    Args:
+        history: the ancestry table shared by every layer's cache.
+    """
+
+    cross = False
+
+    def __init__(self, history: BeamHistory) -> None:
+        self.history = history
+        self._k: Tensor | None = None
+        self._v: Tensor | None = None
+        self._rows = 0
+        self.length = 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add one step (N, H, 1, Dh) of g = 1 or k rows per source; return all keys/values,
+        (n, H, t k, Dh)."""
+        rows, heads, steps, head_dim = k.shape
+        if steps != 1:
+            raise ValueError(f"a beam cache takes one step at a time, not {steps}")
+        if self._k is None or self.length == self._k.shape[2]:
+            self._grow(k)
+        sources = self._k.shape[0]
+        for buffer, new in ((self._k, k), (self._v, v)):  # (N, H, 1, Dh) -> (n, H, g, Dh)
+            buffer[:, :, self.length, : rows // sources] = new.view(sources, -1, heads, head_dim).transpose(1, 2)
+        self._rows, self.length = rows, self.length + 1
+        return self.keys, self.values
+
+    def _grow(self, k: Tensor) -> None:
+        # Zero-filled: unwritten slots are masked, and a zero weight times a NaN is still NaN.
+        sources = k.shape[0] if self._k is None else self._k.shape[0]
+        capacity = max(16, 2 * self.length)
+        shape = (sources, k.shape[1], capacity, self.history.beams, k.shape[3])
+        new_k, new_v = k.new_zeros(shape), k.new_zeros(shape)
+        if self._k is not None:
+            new_k[:, :, :self.length] = self._k[:, :, :self.length]
+            new_v[:, :, :self.length] = self._v[:, :, :self.length]
+        self._k, self._v = new_k, new_v
+
+    @property
+    def keys(self) -> Tensor:
+        return self._k[:, :, :self.length].flatten(2, 3)
+
+    @property
+    def values(self) -> Tensor:
+        return self._v[:, :, :self.length].flatten(2, 3)
+
+    @property
+    def mask(self) -> Tensor:
+        """(n, 1, g, t k): each row's own history among its sentence's slots."""
+        return self.history.mask(self._rows, self._k.shape[0], self.length, self._k.device)
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the sources `index` (sentences leaving the batch)."""
+        if self._k is not None:
+            self._k, self._v = self._k.index_select(0, index), self._v.index_select(0, index)
+
+
 @dataclass
 class DecoderLayerCache:
-    self_attn: KVCache = field(default_factory=KVCache)
+    self_attn: KVCache | BeamKVCache = field(default_factory=KVCache)
     cross_attn: KVCache = field(default_factory=lambda: KVCache(cross=True))
 
 
 @dataclass
 class DecoderCache:
-    """Per-layer caches of a decoder stack; `offset` is the number of tokens decoded so far."""
+    """Per-layer caches of a decoder stack; `offset` is the number of tokens decoded so far.
+
+    With a `history` (beam search: `empty(n, beams=k)`), the self-attention caches are
+    BeamKVCaches sharing it.
+    """
 
     layers: list[DecoderLayerCache]
+    history: BeamHistory | None = None
 
     @classmethod
-    def empty(cls, num_layers: int) -> "DecoderCache":
-        return cls([DecoderLayerCache() for _ in range(num_layers)])
+    def empty(cls, num_layers: int, *, beams: int = 1) -> "DecoderCache":
+        """Caches for `num_layers` layers; `beams` > 1: rows per source share their histories."""
+        if beams == 1:
+            return cls([DecoderLayerCache() for _ in range(num_layers)])
+        history = BeamHistory(beams)
+        return cls([DecoderLayerCache(self_attn=BeamKVCache(history)) for _ in range(num_layers)],
+                   history)
 
     @property
     def offset(self) -> int:
@@ -122,6 +242,9 @@ class DecoderCache:
         Each row must stay with its source sentence (the cross-attention caches, one entry per
         sentence, are left as they are): beam expansion and reordering among a sentence's beams.
         """
+        if self.history is not None:
+            self.history.reorder(index)
+            return
         for layer in self.layers:
             layer.self_attn.reorder(index)
 
@@ -130,3 +253,5 @@ class DecoderCache:
         batch; with one row per sentence, also any reordering of them)."""
         for layer in self.layers:
             layer.cross_attn.reorder(index)
+            if self.history is not None:
+                layer.self_attn.reorder(index)

@@ -20,7 +20,8 @@ The paper's settings: beam 4, length penalty alpha = 0.6, output length at most 
 With alpha = 0 and beam 1 this is exactly greedy search. The source is encoded once per sequence
 and the first step runs on the B sequences; only then does each get its k beams. The beams of a
 sequence share one copy of its encoder output and cross-attention keys/values (nothing fixed
-within a sentence is copied per step); their self-attention caches follow the beams. The best 2k
+within a sentence is copied per step), and one buffer of self-attention keys/values that each
+beam reads through its ancestry (zoo.blocks.cache.BeamHistory), so no cache is reordered. The best 2k
 pairs of a sequence are among the 2k best tokens of each of its beams, so the vocabulary is
 ranked per beam, then only k x 2k candidates per sequence. Sequences that stop leave the batch.
 
@@ -98,7 +99,7 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
         raise ValueError(f"n_best must be between 1 and beam_size {beam_size}, not {n_best}")
     b, k, device = src.shape[0], beam_size, src.device
     state = DecodingState(model, src, special=special, max_len_a=max_len_a, max_len_b=max_len_b,
-                          allowed_tokens=allowed_tokens, use_cache=use_cache)
+                          allowed_tokens=allowed_tokens, use_cache=use_cache, beams=k)
     limits = state.limits
     finished = FinishedHypotheses(b, n_best, int(limits.max()) + 1, special, device)
 

@@ -42,8 +42,8 @@ class EncoderDecoder(Protocol):
         `memory` is needed only on the first call (may be None afterwards).
         """
 
-    def new_cache(self) -> Cache:
-        """An empty cache for one decoding run."""
+    def new_cache(self, beams: int = 1) -> Cache:
+        """An empty cache for one decoding run that keeps `beams` rows per source."""
 
 
 @dataclass

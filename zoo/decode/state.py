@@ -62,16 +62,17 @@ class DecodingState:
             never more than the model's position table allows.
         allowed_tokens: restricts the next token given the prefix (see `AllowedTokens`).
         use_cache: decode incrementally with the model's KV cache.
+        beams: rows per source after the first step (beam search's k), for the cache.
     """
 
     def __init__(self, model: EncoderDecoder, src: Tensor, *, special: SpecialIds,
                  max_len_a: float, max_len_b: int, allowed_tokens: AllowedTokens | None = None,
-                 use_cache: bool = True) -> None:
+                 use_cache: bool = True, beams: int = 1) -> None:
         self.model, self.special, self.allowed_tokens = model, special, allowed_tokens
         # The decoder input at the limit is BOS + limit tokens: positions 0..limit.
         self.limits = max_lengths(src, special.pad, max_len_a, max_len_b, cap=model.max_len - 1)
         self.memory, self.memory_mask = model.encode(src)
-        self.cache = model.new_cache() if use_cache else None
+        self.cache = model.new_cache(beams) if use_cache else None
         self.tokens = src.new_full((src.shape[0], 1), special.bos)
         self.never = [special.pad, special.bos]
 

@@ -86,9 +86,16 @@ class Transformer(nn.Module):
         x = self.tgt_embed(tgt_in, offset)
         return self.output(self.decoder(x, memory, memory_mask=memory_mask, cache=cache))
 
-    def new_cache(self) -> DecoderCache:
-        """An empty KV cache for incremental decoding."""
-        return self.decoder.new_cache()
+    def new_cache(self, beams: int = 1) -> DecoderCache:
+        """An empty KV cache for incremental decoding.
+
+        Args:
+            beams: rows per source the search keeps (beam search's k): their self-attention
+                histories then share one buffer (restricted attention keeps per-row caches).
+        """
+        if beams == 1 or self.decoder.window is not None:
+            return self.decoder.new_cache()
+        return DecoderCache.empty(len(self.decoder.layers), beams=beams)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, V) of the next target tokens."""

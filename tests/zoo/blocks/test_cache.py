@@ -2,7 +2,7 @@
 
 import torch
 
-from zoo.blocks import DecoderCache, KVCache
+from zoo.blocks import DecoderCache, KVCache, MultiHeadAttention
 
 
 def _kv(b: int, t: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,3 +64,29 @@ def test_decoder_cache_reorders_rows_and_selects_sources_apart():
     cache.select_sources(torch.tensor([1]))
     for layer, cross_keys in zip(cache.layers, cross):
         torch.testing.assert_close(layer.cross_attn.keys, cross_keys[1:], rtol=0, atol=0)
+
+
+def test_beams_reading_shared_histories_attend_like_per_row_copies():
+    """BeamKVCache (no key/value copied on reorder) gives what per-row caches reordered by copy
+    give: through the beams' expansion, random reorders within sentences and a sentence leaving."""
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(8, 2).double().eval()
+    sources, beams = 2, 3
+    shared, copied = DecoderCache.empty(1, beams=beams), DecoderCache.empty(1)
+
+    def step(rows: int) -> None:
+        x = torch.randn(rows, 1, 8, dtype=torch.float64)
+        ours = attn(x, cache=shared.layers[0].self_attn)
+        torch.testing.assert_close(ours, attn(x, cache=copied.layers[0].self_attn), rtol=0, atol=1e-12)
+
+    step(sources)  # the first step runs once per source
+    rows = torch.arange(sources).repeat_interleave(beams)
+    for _ in range(20):  # past the first capacity (16 steps)
+        shared.reorder(rows), copied.reorder(rows)
+        step(sources * beams)
+        rows = (torch.arange(sources)[:, None] * beams + torch.randint(0, beams, (sources, beams))).flatten()
+    rows = rows[beams:]  # the first sentence leaves
+    shared.reorder(rows), copied.reorder(rows)
+    shared.select_sources(torch.tensor([1]))
+    step(beams)
+    assert shared.offset == copied.offset == 22

@@ -89,19 +89,23 @@ def test_eos_ends_every_hypothesis(model, src):
     assert torch.isfinite(out.scores).all()
 
 
-def test_beams_share_one_copy_of_the_cross_attention_keys(model, src):
+def test_beams_share_one_copy_of_the_cross_attention_keys_and_of_their_histories(model, src):
     """The cross-attention keys/values are computed once per sentence and never copied while
-    its beams search: one storage, one row per sentence, at every step."""
-    caches, storages = [], set()
+    its beams search (one storage, one row per sentence, at every step); the beams' own
+    self-attention keys/values are never reordered either (one storage until it grows)."""
+    caches, cross, history = [], set(), []
     new_cache = model.new_cache
-    model.new_cache = lambda: caches.append(new_cache()) or caches[-1]
+    model.new_cache = lambda *args, **kwargs: caches.append(new_cache(*args, **kwargs)) or caches[-1]
 
     def on_decoder(module, args):
-        if caches and not caches[0].layers[0].cross_attn.is_empty:
-            keys = caches[0].layers[0].cross_attn.keys
-            storages.add((keys.data_ptr(), keys.shape[0], args[0].shape[0]))
+        layer = caches[0].layers[0]
+        if not layer.cross_attn.is_empty:
+            keys = layer.cross_attn.keys
+            cross.add((keys.data_ptr(), keys.shape[0], args[0].shape[0]))
+            history.append(layer.self_attn.keys.data_ptr())
 
     model.decoder.register_forward_pre_hook(on_decoder)
     beam_search(model, src[:1], beam_size=4, max_len_b=8, **SPECIALS)
-    (_, sentences, rows), = storages  # one storage at every step
+    (_, sentences, rows), = cross  # one storage at every step
     assert (sentences, rows) == (1, 4)
+    assert len(set(history)) == 1 and len(history) >= 8  # within the first capacity (16 steps)
