@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zoo.config import Invalid
 from zoo.models import ModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
@@ -30,3 +31,15 @@ class ReverseConfig(RunConfig):
         out_dir="runs/reverse", max_steps=400, log_every=50, eval_every=200, best_metric="token_acc"))
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=2e-3))
     schedule: ScheduleConfig = field(default_factory=lambda: ScheduleConfig(name="cosine", warmup_steps=50))
+
+    def check(self) -> None:
+        d = self.data
+        for key in ("num_symbols", "min_len", "batch_size", "batches_per_epoch", "valid_size"):
+            if getattr(d, key) < 1:
+                raise Invalid(f"data.{key}", f"must be at least 1, not {getattr(d, key)}")
+        if d.min_len > d.max_len:
+            raise Invalid("data.min_len", f"{d.min_len} exceeds data.max_len {d.max_len}")
+        # A sequence takes one more position than its length (EOS on the source, BOS on the target).
+        if d.max_len >= self.model.max_len:
+            raise Invalid("data.max_len", f"{d.max_len} + 1 positions do not fit model.max_len "
+                                          f"{self.model.max_len}")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import OmegaConf
 
+from zoo.config import Invalid
 from zoo.models import ModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
@@ -101,3 +102,9 @@ class TranslationConfig(RunConfig):
     train: TrainConfig = field(default_factory=_demo_train)
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(name="adam", lr=1e-3))
     schedule: ScheduleConfig = field(default_factory=lambda: ScheduleConfig(name="inverse_sqrt", warmup_steps=300))
+
+    def check(self) -> None:
+        # Training pairs must fit the position table the model is built with.
+        if not 1 <= self.data.max_len <= self.model.max_len:
+            raise Invalid("data.max_len", f"must be between 1 and model.max_len "
+                                          f"({self.model.max_len}), not {self.data.max_len}")

@@ -137,17 +137,27 @@ def load_tokenizer(cfg: DataConfig, run_dir: Path, *, seed: int = 0) -> Sentence
     return SentencePieceTokenizer.load(path)
 
 
+def cut_to_positions(rows: list[list[int]], positions: int) -> tuple[list[list[int]], list[int]]:
+    """`rows` with each row cut to `positions - 1` ids (the EOS or BOS added later takes the last
+    position), and the indices of the rows that were cut."""
+    cut = [i for i, row in enumerate(rows) if len(row) >= positions]
+    return ([row[:positions - 1] for row in rows] if cut else rows), cut
+
+
 def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: SentencePieceTokenizer, *,
-                 max_len: int = 0, keep_text: bool = False) -> EncodedSplit:
+                 max_len: int = 0, truncate: int = 0, keep_text: bool = False) -> EncodedSplit:
     """Encode sentence pairs, dropping (and counting) those longer than `max_len` tokens.
 
     Args:
-        max_len: longest sequence kept on either side, EOS counted (0 = keep all).
+        max_len: longest sequence kept on either side, EOS counted (0 = keep all): training.
+        truncate: the model's position table: longer sides are cut to fit, with a warning that
+            counts them (0 = no cut). Evaluation splits keep every pair, so a score is always
+            on the whole split; their text (the references) stays whole.
         keep_text: keep the raw sentences (for BLEU on evaluation splits).
     """
     dtype = id_dtype(tokenizer.vocab_size)
     src_chunks, tgt_chunks, sources, references = [], [], [], []
-    read = dropped = 0
+    read = dropped = truncated = 0
     iterator = iter(pairs)
     while part := list(islice(iterator, _ENCODE_CHUNK)):
         read += len(part)
@@ -158,6 +168,10 @@ def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: Sentenc
             dropped += keep.count(False)
             part, src_rows, tgt_rows = ([row for row, k in zip(rows, keep) if k]
                                         for rows in (part, src_rows, tgt_rows))
+        if truncate:
+            (src_rows, src_cut), (tgt_rows, tgt_cut) = (cut_to_positions(rows, truncate)
+                                                        for rows in (src_rows, tgt_rows))
+            truncated += len(set(src_cut) | set(tgt_cut))
         src_chunks.append(chunk(src_rows, dtype))
         tgt_chunks.append(chunk(tgt_rows, dtype))
         if keep_text:
@@ -169,6 +183,9 @@ def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: Sentenc
     split = EncodedSplit(name, SequencePairs(Ids.concat(src_chunks), Ids.concat(tgt_chunks)),
                          sources=sources if keep_text else None,
                          references=references if keep_text else None)
+    if truncated:
+        log.warning("%s: %d of %d pairs have a side longer than the model's %d positions: cut to "
+                    "fit (the references are scored whole)", name, truncated, len(split), truncate)
     log.info("%s: %d pairs encoded (%d dropped for more than max_len=%d tokens; 0 = no limit), "
              "%d source and %d target tokens", name, len(split), dropped, max_len,
              split.pairs.src_lengths.sum(), split.pairs.tgt_lengths.sum())
@@ -186,17 +203,20 @@ class TranslationData:
         run_dir: the run directory (holds spm.model).
         seed: seed of the training order (the run's train.seed).
         rank, world_size: this process's share of the training batches.
+        positions: the model's position table (model.max_len): longer evaluation sentences are
+            cut to fit (0 = no cut).
     """
 
     def __init__(self, cfg: DataConfig, run_dir: str | Path, *, seed: int = 0, rank: int = 0,
-                 world_size: int = 1) -> None:
+                 world_size: int = 1, positions: int = 0) -> None:
         self.cfg, self.seed, self.rank, self.world_size = cfg, seed, rank, world_size
         self.special = SPECIAL_IDS
         self.tokenizer = load_tokenizer(cfg, Path(run_dir), seed=seed)
         names = split_names(cfg)
         self.train = encode_split(names["train"], load_pairs(cfg, "train"), self.tokenizer, max_len=cfg.max_len)
-        self.valid = encode_split(names["valid"], load_pairs(cfg, "valid"), self.tokenizer, keep_text=True)
-        self.test = encode_split(names["test"], load_pairs(cfg, "test"), self.tokenizer, keep_text=True)
+        self.valid, self.test = (encode_split(names[role], load_pairs(cfg, role), self.tokenizer,
+                                              truncate=positions, keep_text=True)
+                                 for role in ("valid", "test"))
 
     def split(self, role: str) -> EncodedSplit:
         if role not in ROLES:

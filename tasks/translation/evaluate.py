@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.translation.data import encode_split, load_pairs, split_names
-from tasks.translation.inference import TrainedModelOptions, load_translator, precision_of
+from tasks.translation.inference import (TrainedModelOptions, check_writable, load_translator,
+                                         precision_of)
 from tasks.translation.task import score, split_translations
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
@@ -33,10 +34,11 @@ def main(argv: list[str] | None = None) -> dict:
         raise UserError(f"--split must be valid or test, not {options.split!r}")
     overrides = [f"data.data_dir={options.data_dir}"] if options.data_dir else []
     overrides += [f"decode.alpha={options.alpha}"] if options.alpha is not None else []
+    check_writable(options.output, "output")
     translator = load_translator(options, overrides)
     cfg, tokenizer = translator.cfg, translator.tokenizer
     split = encode_split(split_names(cfg.data)[options.split], load_pairs(cfg.data, options.split),
-                         tokenizer, keep_text=True)
+                         tokenizer, truncate=cfg.model.max_len, keep_text=True)
     with evaluation(translator.model, precision_of(options, translator)) as model:
         hyps = split_translations(model, tokenizer, split, cfg.decode, beam_size=cfg.decode.beam_size,
                                   max_tokens=cfg.decode.max_tokens or cfg.data.max_tokens)

@@ -3,13 +3,16 @@ they share."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from tasks.translation.config import TranslationConfig
 from tasks.translation.task import TOKENIZER_ARTIFACT, build_translation_model
+from zoo.config import UserError
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.train import Trained, load_trained
 
@@ -48,13 +51,25 @@ def load_translator(options: TrainedModelOptions, overrides: list[str] | None = 
     """
     trained = load_trained(options.run, TranslationConfig, which=options.checkpoint, overrides=overrides)
     if TOKENIZER_ARTIFACT in trained.artifacts:
-        tokenizer = SentencePieceTokenizer(trained.artifacts[TOKENIZER_ARTIFACT], origin=str(trained.path))
+        tokenizer = SentencePieceTokenizer(trained.artifacts[TOKENIZER_ARTIFACT],
+                                           origin=f"{TOKENIZER_ARTIFACT} inside {trained.path}")
     else:
         tokenizer = SentencePieceTokenizer.load(trained.run_dir / TOKENIZER_ARTIFACT)
     if options.beam_size:
         trained.cfg.decode.beam_size = options.beam_size
     model = trained.load_into(build_translation_model(trained.cfg, tokenizer))
     return Translator(model.to(torch.device(options.device)), tokenizer, trained)
+
+
+def check_writable(path: str, option: str) -> None:
+    """Fail before any decoding when the file an option names cannot be written there."""
+    if not path:
+        return
+    folder = Path(path).expanduser().absolute().parent
+    if not folder.is_dir():
+        raise UserError(f"--{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"--{option} {path}: folder {folder} is not writable")
 
 
 def precision_of(options: TrainedModelOptions, translator: Translator) -> str:

@@ -38,13 +38,6 @@ def translate_ids(model: nn.Module, sources: Ids | list[list[int]], decode: Deco
                          max_tokens=max_tokens)
 
 
-def translate_text(model: nn.Module, tokenizer: SentencePieceTokenizer, sentences: list[str],
-                   decode: DecodeConfig, *, beam_size: int, max_tokens: int = 4096) -> list[str]:
-    sources = tokenizer.encode_batch(sentences)
-    return tokenizer.decode_batch(translate_ids(model, sources, decode, beam_size=beam_size,
-                                                max_tokens=max_tokens))
-
-
 def score(hypotheses: list[str], references: list[str]) -> dict[str, float | str]:
     """sacreBLEU (13a tokenisation, on detokenised text) and chrF, with their signatures."""
     bleu = sacrebleu.metrics.BLEU()
@@ -84,7 +77,7 @@ class TranslationTask:
                      self.cfg.data.tokens_per_step, self.cfg.train.grad_accum, run.world_size)
         with run.main_process_first():
             self.data = TranslationData(self.cfg.data, run.run_dir, seed=run.seed, rank=run.rank,
-                                        world_size=run.world_size)
+                                        world_size=run.world_size, positions=self.cfg.model.max_len)
 
     def build_model(self) -> nn.Module:
         return build_translation_model(self.cfg, self.data.tokenizer)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 from tasks.translation.config import TranslationConfig
 from tasks.translation.task import TranslationTask
@@ -30,7 +31,8 @@ Average the last checkpoints (the paper: 5 for base, 20 for big), then evaluate 
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # Progress goes to stdout beside the runner's; stderr is kept for the one line of an error.
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     cfg = parse_cli(TranslationConfig, argv, default_config=None, description=__doc__)
     task = TranslationTask(cfg)
     result = fit(cfg, task)

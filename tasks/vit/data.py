@@ -108,6 +108,17 @@ def _image_folder(root: Path, split_names: tuple[str, ...], channels: int) -> da
     raise UserError(f"no {' or '.join(split_names)} folder under {root}")
 
 
+def _same_classes(train: datasets.ImageFolder, test: datasets.ImageFolder) -> None:
+    """ImageFolder numbers the classes of each folder by its own sorted subfolders: a class
+    missing from (or extra in) the evaluation folder would shift every label after it."""
+    if test.classes == train.classes:
+        return
+    missing, extra = sorted(set(train.classes) - set(test.classes)), sorted(set(test.classes) - set(train.classes))
+    parts = [f"{label} {', '.join(names)}" for label, names in
+             (("lacks", missing), ("has classes not in training:", extra)) if names]
+    raise UserError(f"{test.root}: {' and '.join(parts)} (its class folders must be those of {train.root})")
+
+
 def _download(factory: Callable[..., Dataset], name: str, root: Path, cfg: DataConfig,
               **kwargs: Any) -> Dataset:
     try:
@@ -136,6 +147,7 @@ def _torchvision(cfg: DataConfig, channels: int) -> ImageData:
     if folder is not None and (folder / "train").is_dir():
         train = _image_folder(folder, ("train",), native_channels)
         test = _image_folder(folder, ("test", "val"), native_channels)
+        _same_classes(train, test)
         return ImageData(train, test, train.classes, native_channels, size, mean, std)
     root = data_dir or DOWNLOAD_ROOT
     train = _download(factory, cfg.dataset, root, cfg, train=True)
@@ -149,6 +161,7 @@ def _imagefolder(cfg: DataConfig, channels: int) -> ImageData:
     root = Path(cfg.path).expanduser()
     train = _image_folder(root, ("train",), channels)
     test = _image_folder(root, ("val", "test"), channels)
+    _same_classes(train, test)
     mean, std = _STATS["imagefolder"] if channels == 3 else ((0.5,), (0.5,))
     return ImageData(train, test, train.classes, channels, None, mean, std)
 

@@ -30,13 +30,14 @@ class EvaluateConfig:
     out: str = field(default="", metadata={"help": "folder for metrics.json and the PNGs ('' = RUN_DIR/figures)"})
     images: int = field(default=8, metadata={"help": "test images in the rollout figure"})
     data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained)"})
+    path: str = field(default="", metadata={"help": "imagefolder: the root holding train/ and val/ ('' = as trained)"})
     eval_limit: int = field(default=-1, metadata={"help": "evaluate on this many test images (0 = all, -1 = as trained)"})
     eval_batch_size: int = field(default=0, metadata={"help": "images per batch (0 = as trained)"})
 
 
 def recipe_overrides(args: EvaluateConfig) -> list[str]:
     """The data options the user set, as dotted overrides of the saved recipe."""
-    chosen = {"data_dir": args.data_dir or None,
+    chosen = {"data_dir": args.data_dir or None, "path": args.path or None,
               "eval_limit": args.eval_limit if args.eval_limit >= 0 else None,
               "eval_batch_size": args.eval_batch_size or None}
     return [f"data.{key}={value}" for key, value in chosen.items() if value is not None]

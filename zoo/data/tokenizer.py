@@ -33,6 +33,8 @@ class SentencePieceTokenizer:
                  origin: str = "tokenizer model") -> None:
         self.model = model
         self.special = special
+        if not model:  # SentencePiece accepts no bytes as a model of no pieces
+            raise UserError(f"{origin}: empty, not a SentencePiece model")
         try:
             self.sp = spm.SentencePieceProcessor(model_proto=model)
         except RuntimeError as err:

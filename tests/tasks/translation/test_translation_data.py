@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tasks.translation.config import DataConfig
-from tasks.translation.data import TranslationData, load_pairs, split_names
+from tasks.translation.data import TranslationData, encode_split, load_pairs, split_names
 from zoo.config import UserError
 from zoo.data.paths import ENV_VAR
 from zoo.data.seq2seq import Seq2SeqBatch
@@ -151,3 +151,20 @@ def test_multi30k_from_the_shared_data(data_dir, tmp_path):
     assert batch.src.shape[0] * max(batch.src.shape[1], batch.tgt_out.shape[1]) <= cfg.max_tokens
     unk = np.mean(data.valid.pairs.tgt.flat == SPECIAL_IDS.unk)
     assert unk < 0.01
+
+
+def test_evaluation_pairs_longer_than_the_positions_are_cut_and_counted(data, caplog):
+    """Every evaluation pair is kept (the score is on the whole split): sides over the
+    position table are cut to it, ending in EOS within it; the text stays whole."""
+    long_en, long_de = " ".join(["house"] * 400), " ".join(["Haus"] * 400)
+    pairs = [("a man", "ein Mann"), (long_en, "ein Haus"), ("the dog", long_de)]
+    with caplog.at_level(logging.WARNING):
+        split = encode_split("test", pairs, data.tokenizer, truncate=16, keep_text=True)
+    assert "test: 2 of 3 pairs have a side longer than the model's 16 positions" in caplog.text
+    assert split.sources == [src for src, _ in pairs] and split.references == [tgt for _, tgt in pairs]
+    whole = encode_split("test", pairs, data.tokenizer)
+    assert split.pairs.src_lengths.tolist() == [whole.pairs.src_lengths[0], 16, whole.pairs.src_lengths[2]]
+    assert split.pairs.tgt_lengths.tolist() == [whole.pairs.tgt_lengths[0], whole.pairs.tgt_lengths[1], 16]
+    batch = split.pairs.collate(np.arange(3), SPECIAL_IDS)
+    assert batch.src.shape[1] == batch.tgt_in.shape[1] == 16
+    assert torch.equal(batch.src[:2, :15], whole.pairs.collate(np.arange(2), SPECIAL_IDS).src[:2, :15])

@@ -102,7 +102,7 @@ def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
     (evaluate, ["--run", "--checkpoint", "--beam_size", "--device", "--precision", "--split", "--alpha",
                 "--data_dir", "--output"]),
     (translate, ["--run", "--checkpoint", "--beam_size", "--input", "--output", "--max_tokens",
-                 "--plot_attention"]),
+                 "--truncate", "--plot_attention"]),
 ])
 def test_help_lists_every_option(cli, options, capsys):
     with pytest.raises(SystemExit) as exit_info:
