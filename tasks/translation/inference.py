@@ -12,7 +12,7 @@ from torch import nn
 
 from tasks.translation.config import TranslationConfig
 from tasks.translation.task import TOKENIZER_ARTIFACT, build_translation_model
-from zoo.config import UserError
+from zoo.config import Invalid, UserError
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.train import Trained, load_trained
 
@@ -26,8 +26,19 @@ class TrainedModelOptions:
     checkpoint: str = field(default="best", metadata={
         "help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
     beam_size: int = field(default=0, metadata={"help": "beam width (0 = the recipe's decode.beam_size)"})
-    device: str = field(default="cpu", metadata={"help": "cpu | cuda"})
+    device: str = field(default="cpu", metadata={"help": "cpu | cuda | cuda:N"})
     precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as the run trained)"})
+
+    def check(self) -> None:
+        if self.beam_size < 0:
+            raise Invalid("beam_size", f"must be at least 0 (0 = the recipe's), not {self.beam_size}")
+        if self.precision not in ("", "fp32", "bf16"):
+            raise Invalid("precision", f"must be fp32 or bf16, not {self.precision!r}")
+        kind, _, index = self.device.partition(":")
+        if kind not in ("cpu", "cuda") or (index and not (kind == "cuda" and index.isdigit())):
+            raise Invalid("device", f"must be cpu, cuda or cuda:N, not {self.device!r}")
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise Invalid("device", "cuda was asked for but no CUDA device is visible")
 
 
 @dataclass

@@ -19,7 +19,7 @@ from tasks.vit.figures import attention_rollout, confusion_matrix, plot_confusio
 from tasks.vit.model import build_model
 from tasks.vit.task import ViTTask, classification_metrics, predict
 from zoo.cli import main_guard
-from zoo.config import UserError, parse_cli
+from zoo.config import Invalid, UserError, parse_cli
 from zoo.train import RunContext, evaluation, load_trained
 
 
@@ -33,6 +33,11 @@ class EvaluateConfig:
     path: str = field(default="", metadata={"help": "imagefolder: the root holding train/ and val/ ('' = as trained)"})
     eval_limit: int = field(default=-1, metadata={"help": "evaluate on this many test images (0 = all, -1 = as trained)"})
     eval_batch_size: int = field(default=0, metadata={"help": "images per batch (0 = as trained)"})
+
+    def check(self) -> None:
+        for key, least in (("images", 1), ("eval_limit", -1), ("eval_batch_size", 0)):
+            if getattr(self, key) < least:
+                raise Invalid(key, f"must be at least {least}, not {getattr(self, key)}")
 
 
 def recipe_overrides(args: EvaluateConfig) -> list[str]:

@@ -225,3 +225,14 @@ def test_output_to_an_unwritable_place_is_refused_before_decoding(translation_ru
         else evaluate(translation_run[0], target)
     assert_refused(result, str(blocker / "out.txt"))
     assert blocker.read_text() == ""
+
+
+@pytest.mark.parametrize("option, named", [
+    ("--device=gpu", "key 'device'"),
+    ("--precision=fp8", "key 'precision'"),
+    ("--beam_size=-1", "key 'beam_size'"),
+    pytest.param("--device=cuda", "no CUDA device", marks=pytest.mark.skipif(
+        torch.cuda.is_available(), reason="a CUDA device is visible")),
+])
+def test_bad_decoding_options_are_one_line(translation_run, option, named):
+    assert_refused(translate(translation_run[0], option, input="a man\n"), named)

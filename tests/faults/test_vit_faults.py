@@ -79,3 +79,7 @@ def test_evaluate_names_an_output_folder_it_cannot_make(vit_run, tmp_path):
     result = run("tasks.vit.evaluate", str(vit_run), f"--out={blocker / 'figures'}")
     assert_refused(result, str(blocker))
 
+
+
+def test_evaluate_options_are_checked_when_read(vit_run):
+    assert_refused(run("tasks.vit.evaluate", str(vit_run), "--images=0"), "key 'images'")
