@@ -89,7 +89,8 @@ def test_translate_truncate_translates_the_beginning_with_a_notice(translation_r
     assert len(result.stdout.splitlines()) == 3
 
 
-def test_decoding_stops_at_the_position_table(translation_run):
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_decoding_stops_at_the_position_table(translation_run, beam_size):
     """A 241-id line (242 positions with EOS) may grow to 1 * 242 + 50 = 292 output tokens by
     the recipe's limit: decoding must stop at the 256-position table instead."""
     run_dir = translation_run[0]
@@ -98,7 +99,7 @@ def test_decoding_stops_at_the_position_table(translation_run):
                 if p.startswith("\u2581") and p[1:].isalpha() and len(tokenizer.encode(p[1:])) == 1)
     line = " ".join([word] * 241)
     assert len(tokenizer.encode(line)) == 241
-    result = run("", str(run_dir), input=line + "\n", script=NEVER_EOS)
+    result = run("", str(run_dir), f"--beam_size={beam_size}", input=line + "\n", script=NEVER_EOS)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.stdout.splitlines()) == 1
     steps = int(result.stderr.split("decoder steps: ")[1].split()[0])
