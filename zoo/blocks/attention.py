@@ -29,7 +29,7 @@ def attention_reference(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = N
     The fused kernel computes the same thing without materialising the weights; this form serves
     as the test reference and for attention maps.
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # scaling the smaller side
     if is_causal:
         causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
         mask = causal if mask is None else mask & causal
