@@ -49,7 +49,8 @@ class WordPieceTokenizer:
               min_frequency: int = 2, limit_alphabet: int = 1000) -> WordPieceTokenizer:
         """A vocabulary of at most `vocab_size` pieces learnt from `texts` (streamed): the special
         tokens (ids 0-4), then the pieces in sorted order. (Ties between equally frequent merges
-        may still pick other pieces in another process: a run keeps the vocabulary it trained.)
+        may still pick other pieces in another training: a run keeps the vocabulary it trained,
+        and runs to be compared can share one through `data.tokenizer`.)
 
         Args:
             lowercase: lowercase and strip accents, as the uncased BERT models do.
