@@ -8,7 +8,7 @@ backward, AdamW. Hugging Face computes the MLM logits at every position (`labels
 not masked); zoo computes them only at the masked ones. Batches look like pretraining batches:
 128-token pairs, 10% of them shorter (padded), 15% of the tokens masked. Tokens/s count real
 tokens; ratios are zoo / Hugging Face (target >= 1.2x), fp32 and bf16 autocast.
-Writes bench/results/bert_speed.{json,md}.
+Writes bench/results/bert_speed_PRESET.{json,md}.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ def main() -> None:
     meta = {"command": command.strip(), "hardware": hardware(), "torch": torch.__version__,
             "transformers": transformers.__version__, "setup": setup}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bert_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    stem = RESULTS / f"bert_speed_{args.preset}"
+    stem.with_suffix(".json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     lines = ["# zoo BERT vs Hugging Face BertForPreTraining (same dimensions and weights)", "",
              f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, "
              f"transformers {meta['transformers']}.",
@@ -132,7 +133,7 @@ def main() -> None:
     for r in rows:
         lines.append(f"| {r['precision']} | {r['zoo_tokens_per_s']:.0f} | {r['hf_tokens_per_s']:.0f} | "
                      f"{r['ratio']:.2f}x |")
-    (RESULTS / "bert_speed.md").write_text("\n".join(lines) + "\n")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
