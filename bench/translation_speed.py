@@ -1,27 +1,38 @@
-"""Our translation Transformer against Hugging Face's MarianMTModel built to the same dimensions.
+"""Decoding speed of zoo against Hugging Face `generate` and CTranslate2, and training speed
+against Hugging Face's MarianMTModel, at the same dimensions.
 
-    python -m bench.translation_speed [--preset small|base] [--repeats 5] [--threads 0]
+    python -m bench.translation_speed [--preset small|base] [--repeats 3] [--threads 1,2]
+        [--run RUN] [--train] [--profile FILE]
 
-Both models get random weights (no download), the same vocabulary size, post-norm layers, ReLU,
-sinusoidal positions, sqrt(D)-scaled embeddings tied three ways, SDPA attention, fp32, and the
-same batch of random source ids. Measured in one run, the contenders taking turns (medians of
-interleaved repeats, so load from other processes hits both alike):
+Decoding (beam 4, alpha 0.6, length limit source length + 50, KV caches), measured in one run,
+the contenders taking turns (medians of interleaved repeats, so load from other processes hits
+all alike), at each thread count:
 
-- training: target tokens per second of forward + label cross-entropy + backward + Adam step,
-  in train mode (dropout on);
-- decoding: sentences per second of beam search (beam 4, length limit source length + 50, KV
-  cache) with `zoo.decode.beam_search` against `MarianMTModel.generate(num_beams=4)`. Both
-  decode random models, which rarely end early, so both run close to the length limit; the
-  mean generated lengths are reported to show that the work compared is the same.
+- random weights, forced full length: zoo, `MarianMTModel.generate` built to the same
+  dimensions (post-norm, ReLU, sinusoidal positions, sqrt(D)-scaled embeddings tied three ways,
+  SDPA), and CTranslate2 with zoo's very weights (tasks.translation.export), fp32 and int8.
+  Random models rarely end early, so every engine decodes to the limit; the mean generated
+  lengths are reported to show that the work compared is the same. zoo under bf16 autocast is
+  reported separately.
+- `--run RUN`: a trained model with real early stopping on real test sentences (the Multi30k
+  test set from the data directory if present, else the run's own test split): zoo and
+  CTranslate2 with the same weights (Hugging Face has no loader for zoo's weights, so it appears
+  only in the random-weight rows).
 
-Targets: training >= 1.0x, decoding >= 3x. Writes bench/results/translation_speed.{json,md}.
+Throughput is generated tokens per second (best hypotheses, EOS counted). Targets: >= 2.5x
+`generate` and >= 1.0x CTranslate2 fp32 at the same precision. `--train` adds the training
+comparison (target tokens/s of forward + loss + backward + Adam against Marian). `--profile FILE`
+writes torch.profiler key averages of zoo's beam search on the preset (one thread) instead.
+Writes bench/results/translation_speed.{json,md}.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -58,6 +69,7 @@ PRESETS = {
 }
 EXTRA_LEN = 50
 BEAM = 4
+ALPHA = 0.6
 
 
 def build_ours(p: Preset) -> torch.nn.Module:
@@ -96,84 +108,269 @@ def marian_logits(model: MarianMTModel, src: torch.Tensor, tgt_in: torch.Tensor)
     return model(input_ids=src, attention_mask=src != PAD, decoder_input_ids=tgt_in).logits
 
 
-def run(preset_name: str, repeats: int) -> dict:
-    p = PRESETS[preset_name]
+def random_batch(p: Preset) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sources (B, S) ending in EOS, and teacher-forced target input/output, all random ids."""
     g = torch.Generator().manual_seed(0)
     src = torch.randint(EOS + 1, p.vocab, (p.batch, p.src_len), generator=g)
     src[:, -1] = EOS
     tgt = torch.randint(EOS + 1, p.vocab, (p.batch, p.src_len + 1), generator=g)
     tgt_in, tgt_out = tgt.clone(), tgt.clone()
     tgt_in[:, 0], tgt_out[:, -1] = BOS, EOS
+    return src, tgt_in, tgt_out
+
+
+def training(p: Preset, repeats: int) -> dict:
+    src, tgt_in, tgt_out = random_batch(p)
     torch.manual_seed(0)
     ours, marian = build_ours(p).train(), build_marian(p).train()
-    params = {"ours": sum(x.numel() for x in ours.parameters() if x.requires_grad),
-              "marian": sum(x.numel() for x in marian.parameters() if x.requires_grad)}
-
-    train_s = interleaved_medians({
-        "ours": trainer(ours, lambda m, s, t: m(s, t), src, tgt_in, tgt_out),
+    seconds = interleaved_medians({
+        "zoo": trainer(ours, lambda m, s, t: m(s, t), src, tgt_in, tgt_out),
         "marian": trainer(marian, marian_logits, src, tgt_in, tgt_out)}, repeats=repeats)
     tokens = int((tgt_out != PAD).sum())
+    return {"tokens_per_s": {k: tokens / v for k, v in seconds.items()},
+            "ratio": seconds["marian"] / seconds["zoo"]}
 
-    ours.eval(), marian.eval()
-    dsrc = src[: p.decode_batch]
-    lengths: dict[str, float] = {}
 
-    def decode_ours() -> None:
-        out = beam_search(ours, dsrc, special=SPECIAL_IDS, beam_size=BEAM, alpha=0.6,
-                          max_len_a=1.0, max_len_b=EXTRA_LEN)
-        lengths["ours"] = sum(len(h) + 1 for h in out.best()) / len(dsrc)
+def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, threads: int,
+                   compute_type: str):
+    """CTranslate2 running `model`'s own weights (converted once into `folder`)."""
+    import ctranslate2
 
-    def decode_marian() -> None:
+    from tasks.translation.export import ctranslate2_spec
+
+    if not (folder / "model.bin").exists():
+        spec = ctranslate2_spec(model, pieces)
+        spec.validate()
+        spec.optimize()
+        folder.mkdir(parents=True)
+        spec.save(str(folder))
+    return ctranslate2.Translator(str(folder), device="cpu", compute_type=compute_type,
+                                  intra_threads=threads, inter_threads=1)
+
+
+def timed(fns: dict, repeats: int) -> dict[str, float]:
+    """Interleaved medians of callables that return the number of tokens they generated:
+    tokens per second, and each one's tokens."""
+    tokens: dict[str, int] = {}
+
+    def recording(name, fn):
+        return lambda: tokens.__setitem__(name, fn())
+
+    seconds = interleaved_medians({n: recording(n, f) for n, f in fns.items()}, repeats=repeats)
+    return {n: tokens[n] / seconds[n] for n in fns}, tokens
+
+
+def zoo_beam(model, batches: list[torch.Tensor], bf16: bool = False):
+    def decode() -> int:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return sum(len(h) + 1 for src in batches for h in beam_search(
+                model, src, special=SPECIAL_IDS, beam_size=BEAM, alpha=ALPHA, max_len_a=1.0,
+                max_len_b=EXTRA_LEN).best())
+    return decode
+
+
+def ct2_beam(translator, sources: list[list[str]], *, forced: int | None = None, max_batch: int = 32):
+    def decode() -> int:
+        lengths = {} if forced is None else {"min_decoding_length": forced}
+        results = translator.translate_batch(
+            sources, beam_size=BEAM, length_penalty=ALPHA, max_batch_size=max_batch,
+            max_decoding_length=forced or 256, suppress_sequences=[["<s>"], ["<pad>"]], **lengths)
+        return sum(len(r.hypotheses[0]) + 1 for r in results)
+    return decode
+
+
+def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) -> dict:
+    """zoo, generate and CTranslate2 on one batch of random sources, decoded to the limit."""
+    src, _, _ = random_batch(p)
+    src = src[: p.decode_batch]
+    torch.manual_seed(0)
+    ours, marian = build_ours(p).eval(), build_marian(p).eval()
+    pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(EOS + 1, p.vocab)]
+    sources = [[pieces[i] for i in row[:-1]] for row in src.tolist()]  # the engine adds EOS
+    forced = p.src_len + EXTRA_LEN  # zoo's limit (the source's EOS counted), then EOS
+
+    def generate() -> int:
         with torch.inference_mode():
-            out = marian.generate(input_ids=dsrc, attention_mask=dsrc != PAD, num_beams=BEAM,
-                                  length_penalty=0.6, max_new_tokens=p.src_len + EXTRA_LEN + 1,
-                                  do_sample=False)
-        lengths["marian"] = float((out[:, 1:] != PAD).sum(1).float().mean())
+            out = marian.generate(input_ids=src, attention_mask=src != PAD, num_beams=BEAM,
+                                  length_penalty=ALPHA, max_new_tokens=forced + 1, do_sample=False)
+        return int((out[:, 1:] != PAD).sum())
 
-    decode_s = interleaved_medians({"ours": decode_ours, "marian": decode_marian},
-                                   repeats=max(3, repeats // 2))
-    return {
-        "preset": preset_name, "config": asdict(p), "params": params,
-        "train_tokens_per_s": {k: tokens / v for k, v in train_s.items()},
-        "decode_sentences_per_s": {k: len(dsrc) / v for k, v in decode_s.items()},
-        "decode_mean_length": lengths,
-        "train_ratio": train_s["marian"] / train_s["ours"],
-        "decode_ratio": decode_s["marian"] / decode_s["ours"],
-    }
+    rows = {}
+    for n in threads:
+        torch.set_num_threads(n)
+        fns = {"zoo": zoo_beam(ours, [src]), "generate": generate,
+               "ct2_fp32": ct2_beam(ct2_translator(ours, pieces, folder, n, "float32"), sources, forced=forced),
+               "ct2_int8": ct2_beam(ct2_translator(ours, pieces, folder, n, "int8"), sources, forced=forced)}
+        speed, tokens = timed(fns, repeats)
+        bf16_speed, bf16_tokens = timed({"zoo_bf16": zoo_beam(ours, [src], bf16=True),
+                                         "zoo": zoo_beam(ours, [src])}, max(1, repeats - 1))
+        rows[n] = {"tokens_per_s": speed, "mean_length": {k: v / len(src) for k, v in tokens.items()},
+                   "bf16": {"tokens_per_s": bf16_speed,
+                            "mean_length": {k: v / len(src) for k, v in bf16_tokens.items()}}}
+    return rows
+
+
+def test_sources(run: str) -> tuple:
+    """The translator of `run`, and the Multi30k test set (test_2016_flickr) from the data directory if present, else the
+    run's own test split, encoded with its tokenizer, and the split's name."""
+    from tasks.translation.data import load_pairs, split_names
+    from tasks.translation.inference import TrainedModelOptions, load_translator
+
+    translator = load_translator(TrainedModelOptions(run=run, checkpoint="best"))
+    data = translator.cfg.data
+    try:
+        multi30k = type(data)(**{**asdict(data), "source": "multi30k"})
+        pairs, name = list(load_pairs(multi30k, "test")), "multi30k " + split_names(multi30k)["test"]
+    except Exception:  # no Multi30k in the data directory: the run's own test split
+        pairs, name = list(load_pairs(data, "test")), f"{data.source} {split_names(data)['test']}"
+    return translator, translator.tokenizer.encode_batch([src for src, _ in pairs]), name
+
+
+def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
+    """zoo and CTranslate2 with the run's weights, real early stopping, real test sentences."""
+    from tasks.translation.task import translate_ids
+
+    translator, sources, name = test_sources(run)
+    model, tokenizer = translator.model.eval(), translator.tokenizer
+    pieces = tokenizer.pieces(range(tokenizer.vocab_size))
+    decode = translator.cfg.decode
+    decode.alpha = ALPHA
+    source_pieces = [tokenizer.pieces(ids) for ids in sources]
+
+    def zoo() -> int:
+        with torch.inference_mode():
+            return sum(len(h) + 1 for h in translate_ids(model, sources, decode, beam_size=BEAM,
+                                                         max_tokens=4096))
+
+    m = translator.cfg.model
+    rows = {"test_set": name, "sentences": len(sources), "step": translator.trained.step,
+            "model": f"{m.encoder_layers}+{m.decoder_layers} layers, dim {m.dim}, ffn {m.ffn_dim}, "
+                     f"{m.num_heads} heads, vocab {tokenizer.vocab_size}, "
+                     f"{'pre' if m.pre_norm else 'post'}-norm"}
+    for n in threads:
+        torch.set_num_threads(n)
+        fns = {"zoo": zoo,
+               "ct2_fp32": ct2_beam(ct2_translator(model, pieces, folder, n, "float32"), source_pieces),
+               "ct2_int8": ct2_beam(ct2_translator(model, pieces, folder, n, "int8"), source_pieces)}
+        speed, tokens = timed(fns, repeats)
+        rows[n] = {"tokens_per_s": speed, "mean_length": {k: v / len(sources) for k, v in tokens.items()}}
+    return rows
+
+
+def profile(preset: Preset, path: Path) -> None:
+    """torch.profiler key averages of zoo's beam search on the preset, one thread."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    torch.set_num_threads(1)
+    src = random_batch(preset)[0][: preset.decode_batch]
+    torch.manual_seed(0)
+    decode = zoo_beam(build_ours(preset).eval(), [src])
+    decode()
+    with profiler(activities=[ProfilerActivity.CPU]) as prof:
+        decode()
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=40)
+    path.write_text(f"# Profile of zoo.decode.beam_search, `{command()}`\n"
+                    f"# beam {BEAM}, alpha {ALPHA}, source length + {EXTRA_LEN}, random weights "
+                    f"(every hypothesis runs to the limit), one thread, torch {torch.__version__}\n"
+                    f"# preset {asdict(preset)}\n# machine: {cpu_model()}, 2 cores shared with other "
+                    f"agents' jobs\n\n{table}\n")
+
+
+def command() -> str:
+    return "python -m bench.translation_speed " + " ".join(sys.argv[1:])
+
+
+def cpu() -> str:
+    return subprocess.run("lscpu | head -20", shell=True, capture_output=True, text=True).stdout
+
+
+def cpu_model() -> str:
+    return next((line.split(":", 1)[1].strip() for line in cpu().splitlines()
+                 if line.startswith("Model name")), "unknown CPU")
+
+
+def ratios(speed: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Each contender's tokens/s over generate's and over CTranslate2 fp32's."""
+    return {base: {k: v / speed[base] for k, v in speed.items()}
+            for base in ("generate", "ct2_fp32") if base in speed}
 
 
 def markdown(r: dict) -> str:
-    t, d = r["train_tokens_per_s"], r["decode_sentences_per_s"]
-    return (
-        "# Translation Transformer vs Hugging Face MarianMTModel (same dimensions, random weights)\n\n"
-        f"`{r['command']}` on {r['hardware']}, torch {r['torch']}, transformers {r['transformers']}.\n"
-        f"Preset {r['preset']}: {r['config']}; trainable parameters ours {r['params']['ours']:,}, "
-        f"Marian {r['params']['marian']:,}.\n\n"
-        "| | ours | Marian | ratio (target) |\n|---|---|---|---|\n"
-        f"| training, target tokens/s | {t['ours']:.0f} | {t['marian']:.0f} | "
-        f"{r['train_ratio']:.2f}x (>= 1.0x) |\n"
-        f"| beam search (4), sentences/s | {d['ours']:.2f} | {d['marian']:.2f} | "
-        f"{r['decode_ratio']:.2f}x (>= 3x) |\n\n"
-        f"Mean generated length (with EOS): ours {r['decode_mean_length']['ours']:.1f}, "
-        f"Marian {r['decode_mean_length']['marian']:.1f}.\n")
+    lines = ["# Translation decoding: zoo vs Hugging Face generate vs CTranslate2\n",
+             f"`{r['command']}`; torch {r['torch']}, transformers {r['transformers']}, "
+             f"ctranslate2 {r['ctranslate2']}. Preset {r['preset']}: {r['config']}.",
+             "The machine (2 cores) was **shared with other agents' training jobs** while this ran: "
+             "absolute figures are noisy; the ratios come from interleaved medians "
+             f"({r['repeats']} rounds).\n",
+             "Targets: zoo >= 2.5x generate and >= 1.0x CTranslate2 fp32 (fp32 beside fp32).\n"]
+    for title, rows in (("Random weights, forced full length (beam 4)", r["random"]),
+                        (f"Trained model {r.get('run', '')}, real early stopping", r.get("trained"))):
+        if not rows:
+            continue
+        lines += [f"## {title}\n"]
+        if "test_set" in rows:
+            lines += [f"{rows['model']}, trained {rows['step']} steps; {rows['sentences']} "
+                      f"sentences of {rows['test_set']}.\n"]
+        lines += ["| threads | engine | tokens/s | mean length | vs generate | vs CT2 fp32 |",
+                  "|---|---|---|---|---|---|"]
+        for n, row in rows.items():
+            if not isinstance(row, dict):
+                continue
+            rel = ratios(row["tokens_per_s"])
+            for name, speed in row["tokens_per_s"].items():
+                vs_gen = f"{rel['generate'][name]:.2f}x" if "generate" in rel else "-"
+                lines.append(f"| {n} | {name} | {speed:.0f} | {row['mean_length'][name]:.1f} | "
+                             f"{vs_gen} | {rel['ct2_fp32'][name]:.2f}x |")
+            if "bf16" in row:
+                b = row["bf16"]["tokens_per_s"]
+                lines.append(f"| {n} | zoo bf16 autocast (separate interleaving) | {b['zoo_bf16']:.0f} | "
+                             f"{row['bf16']['mean_length']['zoo_bf16']:.1f} | "
+                             f"{b['zoo_bf16'] / b['zoo']:.2f}x zoo fp32 | - |")
+        lines.append("")
+    if r.get("train"):
+        t = r["train"]
+        lines += ["## Training (random batch, forward + loss + backward + Adam)\n",
+                  f"zoo {t['tokens_per_s']['zoo']:.0f} target tokens/s, Marian "
+                  f"{t['tokens_per_s']['marian']:.0f}: {t['ratio']:.2f}x.\n"]
+    lines += ["## Machine\n", "```", r["lscpu"].rstrip(), "```\n"]
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="small",
                         help="model and batch sizes (small fits a laptop CPU; base = the paper's base)")
-    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds for training")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--threads", default="1,2", help="comma-separated CPU thread counts")
+    parser.add_argument("--run", default="", help="also time a trained run (tasks.translation.train)")
+    parser.add_argument("--train", action="store_true", help="also compare training against Marian")
+    parser.add_argument("--profile", default="", help="write a profile of zoo's beam search to FILE and stop")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    preset = PRESETS[args.preset]
+    if args.profile:
+        profile(preset, Path(args.profile))
+        return
+    import ctranslate2
     import transformers
 
-    result = run(args.preset, args.repeats)
-    result.update(hardware=hardware(), torch=torch.__version__, transformers=transformers.__version__,
-                  command="python -m bench.translation_speed " + " ".join(sys.argv[1:]))
-    print(f"training {result['train_ratio']:.2f}x Marian's tokens/s (target >= 1.0x); "
-          f"beam search {result['decode_ratio']:.2f}x its sentences/s (target >= 3x)")
+    threads = [int(n) for n in args.threads.split(",")]
+    result = {"command": command(), "preset": args.preset, "config": asdict(preset),
+              "repeats": args.repeats, "torch": torch.__version__,
+              "transformers": transformers.__version__, "ctranslate2": ctranslate2.__version__,
+              "hardware": hardware(), "lscpu": cpu()}
+    with tempfile.TemporaryDirectory() as tmp:
+        result["random"] = random_weights(preset, threads, args.repeats, Path(tmp) / "random")
+        if args.run:
+            result["run"] = args.run
+            result["trained"] = trained(args.run, threads, args.repeats, Path(tmp) / "trained")
+    if args.train:
+        torch.set_num_threads(threads[0])
+        result["train"] = training(preset, args.repeats)
+    for n, row in result["random"].items():
+        rel = ratios(row["tokens_per_s"])
+        print(f"{n} thread(s), random weights: zoo {rel['generate']['zoo']:.2f}x generate "
+              f"(target >= 2.5x), {rel['ct2_fp32']['zoo']:.2f}x CTranslate2 fp32 (target >= 1.0x)")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "translation_speed.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "translation_speed.md").write_text(markdown(result))
