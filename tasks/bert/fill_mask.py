@@ -8,7 +8,6 @@ run directory, a checkpoint file or a Hugging Face BERT directory.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 
 import torch
@@ -16,6 +15,7 @@ import torch
 from tasks.bert.hf import LoadedBert, load_bert
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
+from zoo.data.text import stdin_lines
 from zoo.train import evaluation
 
 
@@ -59,11 +59,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_cli(FillMaskConfig, argv, default_config=None, positional=("run",),
                      description=__doc__.split("\n\n")[1])
     loaded = load_bert(args.run, which=args.which)
-    for line in sys.stdin:
-        text = line.strip()
+    for number, text in enumerate(stdin_lines(), 1):  # a line that is not UTF-8 is named
         if not text:
             continue
-        results = fill_mask(loaded, text, args.top_k)
+        try:
+            results = fill_mask(loaded, text, args.top_k)
+        except UserError as err:
+            raise UserError(f"stdin:{number}: {err}") from None
         if args.json:
             print(json.dumps(results[0] if len(results) == 1 else results))
             continue

@@ -20,7 +20,11 @@ from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.task import parse
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
+from zoo.data.text import read_lines, stdin_lines
 from zoo.train import evaluation
+
+
+BRACKETS = {"(": "-LRB-", ")": "-RRB-"}
 
 
 @dataclass
@@ -37,9 +41,11 @@ class ParseOptions(TrainedParserOptions):
 def main(argv: list[str] | None = None) -> list[str]:
     options = parse_cli(ParseOptions, argv, default_config=None, description=__doc__, positional=("run",))
     parser = load_parser(options)
-    lines = (Path(options.input).read_text(encoding="utf-8") if options.input else sys.stdin.read()).splitlines()
+    # Bytes decoded line by line, so a line that is not UTF-8 is named (file or stdin, line).
+    lines = read_lines(Path(options.input)) if options.input else stdin_lines()
     tokenize = str.split if options.pretokenized else TreebankWordTokenizer().tokenize
-    sentences = [tokenize(line) for line in lines if line.strip()]
+    # A bare bracket would make the printed tree unreadable: the Treebank's -LRB- / -RRB-.
+    sentences = [[BRACKETS.get(word, word) for word in tokenize(line)] for line in lines if line]
     with evaluation(parser.model, parser.precision) as model:
         trees = parse(model, parser.vocab, sentences, parser.cfg)
     out = [tree.pformat(margin=sys.maxsize) for tree in trees]

@@ -23,11 +23,8 @@ from tasks.translation.task import translate_ids
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
 from zoo.data.special import SPECIAL_IDS
-from zoo.data.text import read_lines
+from zoo.data.text import read_lines, stdin_lines
 from zoo.train import evaluation
-
-STDIN = Path("/dev/stdin")  # read as bytes and decoded line by line (zoo.data.text), so a bad line is named
-
 
 @dataclass
 class TranslateOptions(TrainedModelOptions):
@@ -66,10 +63,9 @@ def main(argv: list[str] | None = None) -> None:
     if options.input and not Path(options.input).is_file():
         raise UserError(f"input file not found: {options.input}")
     translator = load_translator(options)
-    source = Path(options.input) if options.input else STDIN
-    sentences = list(read_lines(source))
+    sentences = list(read_lines(Path(options.input)) if options.input else stdin_lines())
     tok, decode = translator.tokenizer, translator.cfg.decode
-    src_ids = fit_sources(tok.encode_batch(sentences), translator.model.max_len, str(source),
+    src_ids = fit_sources(tok.encode_batch(sentences), translator.model.max_len, options.input or "stdin",
                           truncate=options.truncate) if sentences else []
     with evaluation(translator.model, precision_of(options, translator)) as model:
         hyp_ids = translate_ids(model, src_ids, decode, beam_size=decode.beam_size,

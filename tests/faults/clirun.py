@@ -24,6 +24,13 @@ VIT = [*QUIET, "--data.dataset=imagefolder", "--model.num_classes=3", "--model.i
        "--model.patch_size=4", "--model.dim=16", "--model.ffn_dim=32", "--model.num_heads=2",
        "--model.encoder_layers=1", "--data.batch_size=4", "--data.eval_batch_size=8",
        "--train.max_steps=2"]
+PARSING = [*QUIET, "--train.max_steps=2", "--train.eval_every=0", "--train.save_every=0",
+           "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64",
+           "--model.encoder_layers=1"]
+BERT = [*QUIET, "--model.num_layers=1", "--model.dim=32", "--model.num_heads=2", "--model.ffn_dim=64",
+        "--model.max_len=64", "--data.synthetic_train=60", "--data.synthetic_valid=10",
+        "--data.vocab_size=300", "--data.batch_size=8", "--train.max_steps=2", "--train.eval_every=2",
+        "--schedule.warmup_steps=1"]
 # A line far longer than any position table (3,000 words, about 12,000 subword ids).
 LONG_EN, LONG_DE = " ".join(["house"] * 3000), " ".join(["Haus"] * 3000)
 CLASSES = ("cat", "dog", "emu")

@@ -1,4 +1,4 @@
-"""Tiny finished runs of the translation and ViT tasks, trained once through their CLIs."""
+"""Tiny finished runs of each task, trained once through their CLIs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from clirun import TRANSLATION, VIT, Result, run, write_corpus, write_images
+from clirun import BERT, PARSING, TRANSLATION, VIT, Result, run, write_corpus, write_images
+
+
+def train(module: str, out: Path, *args: str) -> Result:
+    result = run(module, *args, f"--train.out_dir={out}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
 
 
 @pytest.fixture(scope="session")
@@ -16,17 +22,25 @@ def translation_run(tmp_path_factory) -> tuple[Path, Result]:
     root = tmp_path_factory.mktemp("translation")
     write_corpus(root / "data" / "corpus")
     out = root / "run"
-    result = run("tasks.translation.train", *TRANSLATION, f"--data.data_dir={root / 'data'}",
-                 f"--train.out_dir={out}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out, result
+    return out, train("tasks.translation.train", out, *TRANSLATION, f"--data.data_dir={root / 'data'}")
 
 
 @pytest.fixture(scope="session")
 def vit_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("vit")
-    images = write_images(root / "images")
-    out = root / "run"
-    result = run("tasks.vit.train", *VIT, f"--data.path={images}", f"--train.out_dir={out}")
-    assert result.returncode == 0, result.stderr[-3000:]
+    train("tasks.vit.train", root / "run", *VIT, f"--data.path={write_images(root / 'images')}")
+    return root / "run"
+
+
+@pytest.fixture(scope="session")
+def parsing_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("parsing") / "run"
+    train("tasks.parsing.train", out, *PARSING)
+    return out
+
+
+@pytest.fixture(scope="session")
+def bert_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bert") / "run"
+    train("tasks.bert.train", out, *BERT)
     return out

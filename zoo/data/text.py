@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import gzip
 import logging
+import sys
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 from zoo.config import UserError
 
@@ -43,16 +44,29 @@ def read_lines(path: Path) -> Iterator[str]:
     """
     try:
         with _open(path) as f:
-            for number, raw in enumerate(f, start=1):
-                try:
-                    yield raw.decode("utf-8").strip()
-                except UnicodeDecodeError as err:
-                    raise UserError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte "
-                                    f"{err.start})") from None
+            yield from decode_lines(f, str(path))
     except FileNotFoundError:
         raise UserError(f"corpus file not found: {path}") from None
     except (gzip.BadGzipFile, EOFError) as err:
         raise UserError(f"{path}: not a valid gzip file ({err})") from None
+
+
+def decode_lines(lines: Iterable[bytes | str], name: str) -> Iterator[str]:
+    """Each line decoded as UTF-8 and stripped (text lines pass as they are); a line that is
+    not UTF-8 is a UserError naming `name` and the line number."""
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, str):
+            yield raw.strip()
+            continue
+        try:
+            yield raw.decode("utf-8").strip()
+        except UnicodeDecodeError as err:
+            raise UserError(f"{name}:{number}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+
+
+def stdin_lines() -> Iterator[str]:
+    """The lines of standard input, read as bytes and decoded one by one (see decode_lines)."""
+    return decode_lines(getattr(sys.stdin, "buffer", sys.stdin), "stdin")
 
 
 class ParallelText:
