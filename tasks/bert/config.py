@@ -37,7 +37,7 @@ class DataConfig:
         "help": "an existing vocab.txt (a Hugging Face BERT's) ('' = train WordPiece on the "
                 "training documents; it is saved in the run and inside every checkpoint)"})
     lowercase: bool = field(default=True, metadata={"help": "lowercase and strip accents (uncased BERT)"})
-    vocab_size: int = field(default=30522, metadata={"help": "WordPiece vocabulary to train (BERT: 30522)"})
+    vocab_size: int = field(default=30522, metadata={"help": "WordPiece vocabulary to train (BERT: 30522; the built-in corpus uses its own words instead)"})
     max_seq_length: int = field(default=128, metadata={
         "help": "tokens per example with [CLS] and both [SEP] (BERT: 128, then 512)"})
     short_seq_prob: float = field(default=0.1, metadata={

@@ -65,12 +65,16 @@ def make_examples(documents: list[Document], tokenizer: WordPieceTokenizer, cfg:
 
 def tokenizer_for(cfg: DataConfig, run_dir: Path, documents: list[Document]) -> WordPieceTokenizer:
     """The run's tokenizer: the run's own file when it exists (a resumed run), else the named
-    vocab.txt, else WordPiece trained on `documents` (then saved in the run)."""
+    vocab.txt, else (the built-in corpus) its whole words, else WordPiece trained on `documents`
+    (then saved in the run)."""
     saved = run_dir / TOKENIZER_FILE
     if saved.is_file():
         return WordPieceTokenizer.from_bytes(saved.read_bytes())
     if cfg.tokenizer:
         tokenizer = WordPieceTokenizer.from_vocab(Path(cfg.tokenizer).expanduser(), lowercase=cfg.lowercase)
+    elif cfg.source == "synthetic":  # a closed vocabulary: every word, the same in every run
+        tokenizer = WordPieceTokenizer.whole_words((s for d in documents for s in d.sentences),
+                                                   lowercase=cfg.lowercase)
     else:
         tokenizer = WordPieceTokenizer.train((s for d in documents for s in d.sentences),
                                              vocab_size=cfg.vocab_size, lowercase=cfg.lowercase)

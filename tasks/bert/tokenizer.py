@@ -68,6 +68,21 @@ class WordPieceTokenizer:
         return cls(BertWordPieceTokenizer(vocab, lowercase=lowercase)._tokenizer)
 
     @classmethod
+    def whole_words(cls, texts: Iterable[str], *, lowercase: bool = True) -> WordPieceTokenizer:
+        """A vocabulary of every word in `texts` (as BERT's normaliser and pre-tokeniser cut
+        them) plus their characters, with and without "##": deterministic, unlike WordPiece
+        training, whose trainer breaks ties between equally frequent merges in hash-map order
+        (a fresh order in every process). For closed vocabularies such as the built-in corpus.
+        """
+        cutter = BertWordPieceTokenizer(lowercase=lowercase)
+        words = {word for text in texts for word, _ in cutter.pre_tokenizer.pre_tokenize_str(
+            cutter.normalizer.normalize_str(text))}
+        chars = sorted({c for word in words for c in word})
+        pieces = [*chars, *(CONTINUATION + c for c in chars), *sorted(words - set(chars))]
+        vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *pieces])}
+        return cls(BertWordPieceTokenizer(vocab, lowercase=lowercase)._tokenizer)
+
+    @classmethod
     def from_vocab(cls, path: str | Path, *, lowercase: bool = True) -> WordPieceTokenizer:
         """The tokenizer of a BERT `vocab.txt` (one piece per line, line number = id), with the
         settings of `BertTokenizerFast(vocab_file, do_lower_case=lowercase)`."""
