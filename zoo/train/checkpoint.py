@@ -12,7 +12,6 @@ pickled object that could run code.
 from __future__ import annotations
 
 import errno
-import logging
 import pickle
 import re
 import shutil
@@ -27,7 +26,6 @@ from torch import Tensor, nn
 from zoo.atomic import atomic_open
 from zoo.config import ConfigError, UserError, from_yaml, load_config
 
-log = logging.getLogger(__name__)
 
 STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 # What a step checkpoint must hold for training to resume from it.
@@ -176,7 +174,8 @@ class CheckpointManager:
             except UserError as err:
                 aside = path.with_name(path.name + UNREADABLE_SUFFIX)
                 path.rename(aside)
-                log.warning("skipping %s; renamed to %s", err, aside.name)
+                # A notice, not an error: stdout, so stderr keeps only a failure's one line.
+                print(f"skipping {err}; renamed to {aside.name}", flush=True)
         if found:
             raise UserError(f"{self.directory}: none of the {len(found)} step checkpoints can be "
                             "resumed (renamed *.unreadable); move the run away or pass "
