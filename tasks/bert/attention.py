@@ -26,7 +26,7 @@ from zoo.config import UserError, parse_cli  # noqa: E402
 @dataclass
 class AttentionConfig:
     run: str = field(default="", metadata={"help": "a run directory, a checkpoint file or a Hugging Face BERT directory (required)"})
-    which: str = field(default="best", metadata={"help": "best | last | averaged | a checkpoint file of the run"})
+    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
     text: str = field(default="", metadata={"help": "segment A (required)"})
     text_b: str = field(default="", metadata={"help": "segment B ('' = a single segment)"})
     out: str = field(default="", metadata={"help": "PNG file ('' = RUN/figures/attention.png, or ./attention.png)"})
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> Path:
                      description=__doc__.split("\n\n")[1])
     if not args.text:
         raise UserError("give the sentence with --text (and a second one with --text_b)")
-    loaded = load_bert(args.run, which=args.which)
+    loaded = load_bert(args.run, which=args.checkpoint)
     ids, types, tokens = pair_inputs(loaded, args.text, args.text_b)
     weights = attention_weights(loaded, ids, types)
     default = (loaded.run_dir / "figures" if loaded.run_dir else Path(".")) / "attention.png"

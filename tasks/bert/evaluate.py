@@ -1,4 +1,4 @@
-"""python -m tasks.bert.evaluate RUN [--which=best|last|averaged|FILE] [--key=value ...]
+"""python -m tasks.bert.evaluate RUN [--checkpoint=best|last|averaged|FILE] [--key=value ...]
 
 Masked-LM accuracy and perplexity and next-sentence accuracy of a trained BERT on the run's
 held-out documents (wiki_29 for enwiki-extract, the held-out part of the built-in corpus) and on
@@ -29,7 +29,7 @@ WIKITEXT_SPLITS = ("valid", "test")
 @dataclass
 class EvaluateConfig:
     run: str = field(default="", metadata={"help": "a run directory, a checkpoint file or a Hugging Face BERT directory (required)"})
-    which: str = field(default="best", metadata={"help": "best | last | averaged | a checkpoint file of the run"})
+    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
     data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained, else $ZOO_DATA_DIR)"})
     wikitext: str = field(default="wikitext-2", metadata={"help": "folder under the data directory with valid.txt/test.txt ('' = skip)"})
     max_seq_length: int = field(default=0, metadata={"help": "tokens per example (0 = as trained; 128 for Hugging Face directories)"})
@@ -68,7 +68,7 @@ def evaluation_sets(loaded: LoadedBert, data: DataConfig, args: EvaluateConfig) 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     args = parse_cli(EvaluateConfig, argv, default_config=None, positional=("run",),
                      description=__doc__.split("\n\n")[1])
-    loaded = load_bert(args.run, which=args.which)
+    loaded = load_bert(args.run, which=args.checkpoint)
     data = _data_config(loaded, args)
     precision = args.precision or (loaded.recipe.train.precision if loaded.recipe else "fp32")
     results = {}

@@ -1,4 +1,4 @@
-"""python -m tasks.bert.export RUN OUT_DIR [--which=best|last|averaged|FILE]
+"""python -m tasks.bert.export RUN OUT_DIR [--checkpoint=best|last|averaged|FILE]
 
 Save a trained zoo BERT as a Hugging Face directory (config.json, model.safetensors, vocab.txt,
 tokenizer_config.json) that `BertForPreTraining.from_pretrained(OUT_DIR)` and
@@ -18,7 +18,7 @@ from zoo.config import UserError, parse_cli
 class ExportConfig:
     run: str = field(default="", metadata={"help": "a run directory or a checkpoint file (required)"})
     out: str = field(default="", metadata={"help": "the directory to write (required)"})
-    which: str = field(default="best", metadata={"help": "best | last | averaged | a checkpoint file of the run"})
+    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
 
 
 @main_guard
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
                      description=__doc__.split("\n\n")[1])
     if not args.run or not args.out:
         raise UserError("name the run and the output directory (python -m tasks.bert.export RUN OUT_DIR)")
-    out = write_hf_directory(load_bert(args.run, which=args.which), args.out)
+    out = write_hf_directory(load_bert(args.run, which=args.checkpoint), args.out)
     print(f"wrote {out} (load it with transformers.BertForPreTraining.from_pretrained)")
 
 

@@ -22,7 +22,7 @@ from zoo.train import evaluation
 @dataclass
 class FillMaskConfig:
     run: str = field(default="", metadata={"help": "a run directory, a checkpoint file or a Hugging Face BERT directory (required)"})
-    which: str = field(default="best", metadata={"help": "best | last | averaged | a checkpoint file of the run"})
+    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
     top_k: int = field(default=5, metadata={"help": "fillers per [MASK]"})
     json: bool = field(default=False, metadata={"help": "print one JSON list per line (the pipeline's records)"})
 
@@ -58,7 +58,7 @@ def fill_mask(loaded: LoadedBert, text: str, top_k: int = 5) -> list[list[dict]]
 def main(argv: list[str] | None = None) -> None:
     args = parse_cli(FillMaskConfig, argv, default_config=None, positional=("run",),
                      description=__doc__.split("\n\n")[1])
-    loaded = load_bert(args.run, which=args.which)
+    loaded = load_bert(args.run, which=args.checkpoint)
     for number, text in enumerate(stdin_lines(), 1):  # a line that is not UTF-8 is named
         if not text:
             continue

@@ -1,4 +1,4 @@
-"""python -m tasks.vit.evaluate RUN_DIR_OR_FILE [--which=best|last|averaged|FILE] [--key=value ...]
+"""python -m tasks.vit.evaluate RUN_DIR_OR_FILE [--checkpoint=best|last|averaged|FILE] [--key=value ...]
 
 Test-set top-1/top-5 of a trained ViT, a confusion-matrix PNG and an attention-rollout PNG of a
 few test images. The recipe and the weights (EMA weights when the run kept them) come from the
@@ -26,7 +26,7 @@ from zoo.train import RunContext, evaluation, load_trained
 @dataclass
 class EvaluateConfig:
     run: str = field(default="", metadata={"help": "a run directory or a checkpoint file (required)"})
-    which: str = field(default="best", metadata={"help": "best | last | averaged | a checkpoint file of the run"})
+    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
     out: str = field(default="", metadata={"help": "folder for metrics.json and the PNGs ('' = RUN_DIR/figures)"})
     images: int = field(default=8, metadata={"help": "test images in the rollout figure"})
     data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained)"})
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
                      description=__doc__.split("\n\n")[1])
     if not args.run:
         raise UserError("name a run directory or checkpoint file (python -m tasks.vit.evaluate RUN)")
-    trained = load_trained(args.run, ViTConfig, which=args.which, overrides=recipe_overrides(args))
+    trained = load_trained(args.run, ViTConfig, which=args.checkpoint, overrides=recipe_overrides(args))
     cfg = trained.cfg
     # The pixel statistics are buffers: the checkpoint's values replace these placeholders.
     model = trained.load_into(build_model(cfg.model, mean=(0.0,), std=(1.0,)))

@@ -145,4 +145,4 @@ def test_evaluate_help_lists_every_option(capsys: pytest.CaptureFixture) -> None
         evaluate_cli.main(["--help"])
     text = capsys.readouterr().out
     assert all(f"--{name}" in text for name in
-               ("run", "which", "out", "images", "data_dir", "path", "eval_limit", "eval_batch_size"))
+               ("run", "checkpoint", "out", "images", "data_dir", "path", "eval_limit", "eval_batch_size"))
