@@ -74,6 +74,22 @@ class FinishedHypotheses:
         return Hypotheses(self.tokens[..., :length], self.scores, self.special.eos)
 
 
+def _first_step(state: DecodingState, active: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The first step runs on the B sequences, then each is copied into its k beam rows.
+
+    Returns the beams' scores (B, k) (only the first copy may propose: the copies are
+    identical) and each row's best next tokens and their log-probabilities (B * k, width).
+    """
+    logprobs = state.next_logprobs(active)
+    width = min(2 * k, logprobs.shape[1])
+    best, best_token = logprobs.topk(width, dim=1)
+    rows = active.repeat_interleave(k)
+    state.select(rows)
+    scores = torch.full((active.numel(), k), float("-inf"), device=active.device)
+    scores[:, 0] = 0.0
+    return scores, best.index_select(0, rows), best_token.index_select(0, rows)
+
+
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam_size: int = 4,
                 alpha: float = 0.6, max_len_a: float = 1.0, max_len_b: int = 50, n_best: int = 1,
@@ -104,15 +120,8 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
     finished = FinishedHypotheses(b, n_best, int(limits.max()) + 1, special, device)
 
     active = torch.arange(b, device=device)  # the sequence of each group of k rows
-    logprobs = state.next_logprobs(active)  # the first step runs on the B sequences
-    width = min(2 * k, logprobs.shape[1])
-    best, best_token = logprobs.topk(width, dim=1)  # (rows, width) each row's best tokens
-    rows = active.repeat_interleave(k)
-    state.select(rows)
-    best, best_token = best.index_select(0, rows), best_token.index_select(0, rows)
-    scores = torch.full((b, k), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # the copies are identical: only one may propose at the first step
-
+    scores, best, best_token = _first_step(state, active, k)
+    width = best.shape[1]
     for step in range(int(limits.max()) + 1):
         n = active.numel()
         top, index = (scores.view(-1, 1) + best).view(n, k * width).topk(2 * k, dim=1)
