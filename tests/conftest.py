@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Parallel workers share the cores: one thread each, in this process and in the CLIs the
+    # fault tests start (oversubscribed OpenMP threads made steps up to 200x slower here).
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
