@@ -21,12 +21,11 @@ from tasks.bert.hf import LoadedBert, load_bert  # noqa: E402
 from zoo.blocks import attention_maps  # noqa: E402
 from zoo.cli import main_guard  # noqa: E402
 from zoo.config import UserError, parse_cli  # noqa: E402
+from zoo.train.options import CheckpointOptions
 
 
 @dataclass
-class AttentionConfig:
-    run: str = field(default="", metadata={"help": "a run directory, a checkpoint file or a Hugging Face BERT directory (required)"})
-    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
+class AttentionConfig(CheckpointOptions):
     text: str = field(default="", metadata={"help": "segment A (required)"})
     text_b: str = field(default="", metadata={"help": "segment B ('' = a single segment)"})
     out: str = field(default="", metadata={"help": "PNG file ('' = RUN/figures/attention.png, or ./attention.png)"})

@@ -20,6 +20,7 @@ from tasks.bert.hf import LoadedBert, load_bert
 from tasks.bert.task import score_examples
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
+from zoo.train.options import CheckpointOptions
 from zoo.data.paths import resolve_data_dir
 from zoo.train import evaluation
 
@@ -27,9 +28,7 @@ WIKITEXT_SPLITS = ("valid", "test")
 
 
 @dataclass
-class EvaluateConfig:
-    run: str = field(default="", metadata={"help": "a run directory, a checkpoint file or a Hugging Face BERT directory (required)"})
-    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
+class EvaluateConfig(CheckpointOptions):
     data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained, else $ZOO_DATA_DIR)"})
     wikitext: str = field(default="wikitext-2", metadata={"help": "folder under the data directory with valid.txt/test.txt ('' = skip)"})
     max_seq_length: int = field(default=0, metadata={"help": "tokens per example (0 = as trained; 128 for Hugging Face directories)"})

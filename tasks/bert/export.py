@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from tasks.bert.hf import load_bert, write_hf_directory
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
+from zoo.train.options import CheckpointOptions
 
 
 @dataclass
-class ExportConfig:
-    run: str = field(default="", metadata={"help": "a run directory or a checkpoint file (required)"})
+class ExportConfig(CheckpointOptions):
     out: str = field(default="", metadata={"help": "the directory to write (required)"})
-    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
 
 
 @main_guard

@@ -15,14 +15,13 @@ import torch
 from tasks.bert.hf import LoadedBert, load_bert
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
+from zoo.train.options import CheckpointOptions
 from zoo.data.text import stdin_lines
 from zoo.train import evaluation
 
 
 @dataclass
-class FillMaskConfig:
-    run: str = field(default="", metadata={"help": "a run directory, a checkpoint file or a Hugging Face BERT directory (required)"})
-    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
+class FillMaskConfig(CheckpointOptions):
     top_k: int = field(default=5, metadata={"help": "fillers per [MASK]"})
     json: bool = field(default=False, metadata={"help": "print one JSON list per line (the pipeline's records)"})
 

@@ -10,21 +10,23 @@ from torch import nn
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import VOCAB_ARTIFACT, Vocab
 from tasks.parsing.model import build_model
-from zoo.config import UserError
+from zoo.config import Invalid, UserError
 from zoo.train import Trained, load_trained
+from zoo.train.options import InferenceOptions
 
 
 @dataclass
-class TrainedParserOptions:
-    """What every CLI that runs a trained parser asks (the positional RUN fills `run`)."""
+class TrainedParserOptions(InferenceOptions):
+    """What every CLI that runs a trained parser asks."""
 
-    run: str = field(default="", metadata={"help": "run directory of tasks.parsing.train, or a checkpoint file"})
-    checkpoint: str = field(default="best", metadata={
-        "help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
     beam_size: int = field(default=0, metadata={"help": "seq2seq beam width (0 = the recipe's decode.beam_size)"})
-    device: str = field(default="cpu", metadata={"help": "cpu | cuda"})
-    precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as the run trained)"})
     threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = torch's default)"})
+
+    def check(self) -> None:
+        super().check()
+        for key in ("beam_size", "threads"):
+            if getattr(self, key) < 0:
+                raise Invalid(key, f"must be at least 0 (0 = the default), not {getattr(self, key)}")
 
 
 @dataclass

@@ -15,30 +15,19 @@ from tasks.translation.task import TOKENIZER_ARTIFACT, build_translation_model
 from zoo.config import Invalid, UserError
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.train import Trained, load_trained
+from zoo.train.options import InferenceOptions
 
 
 @dataclass
-class TrainedModelOptions:
-    """What every CLI that runs a trained model asks (the positional RUN fills `run`)."""
+class TrainedModelOptions(InferenceOptions):
+    """What every translation CLI that runs a trained model asks."""
 
-    run: str = field(default="", metadata={
-        "help": "run directory of tasks.translation.train, or a checkpoint file"})
-    checkpoint: str = field(default="best", metadata={
-        "help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
     beam_size: int = field(default=0, metadata={"help": "beam width (0 = the recipe's decode.beam_size)"})
-    device: str = field(default="cpu", metadata={"help": "cpu | cuda | cuda:N"})
-    precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as the run trained)"})
 
     def check(self) -> None:
+        super().check()
         if self.beam_size < 0:
             raise Invalid("beam_size", f"must be at least 0 (0 = the recipe's), not {self.beam_size}")
-        if self.precision not in ("", "fp32", "bf16"):
-            raise Invalid("precision", f"must be fp32 or bf16, not {self.precision!r}")
-        kind, _, index = self.device.partition(":")
-        if kind not in ("cpu", "cuda") or (index and not (kind == "cuda" and index.isdigit())):
-            raise Invalid("device", f"must be cpu, cuda or cuda:N, not {self.device!r}")
-        if kind == "cuda" and not torch.cuda.is_available():
-            raise Invalid("device", "cuda was asked for but no CUDA device is visible")
 
 
 @dataclass

@@ -21,12 +21,11 @@ from tasks.vit.task import ViTTask, classification_metrics, predict
 from zoo.cli import main_guard
 from zoo.config import Invalid, UserError, parse_cli
 from zoo.train import RunContext, evaluation, load_trained
+from zoo.train.options import CheckpointOptions
 
 
 @dataclass
-class EvaluateConfig:
-    run: str = field(default="", metadata={"help": "a run directory or a checkpoint file (required)"})
-    checkpoint: str = field(default="best", metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
+class EvaluateConfig(CheckpointOptions):
     out: str = field(default="", metadata={"help": "folder for metrics.json and the PNGs ('' = RUN_DIR/figures)"})
     images: int = field(default=8, metadata={"help": "test images in the rollout figure"})
     data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained)"})
