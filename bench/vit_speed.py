@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from bench.timing import hardware, interleaved_medians
+from bench.timing import hardware, interleaved_medians, synced
 from tasks.vit.convert import vit_from_timm
 
 RESULTS = Path(__file__).parent / "results"
@@ -49,16 +49,6 @@ def _infer_step(model: nn.Module, images: torch.Tensor, autocast: bool) -> Calla
     return step
 
 
-def _synced(fn: Callable[[], None], device: torch.device) -> Callable[[], None]:
-    if device.type != "cuda":
-        return fn
-
-    def run() -> None:
-        fn()
-        torch.cuda.synchronize()
-    return run
-
-
 def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
     spec = dict(PRESETS[preset])
     batch = spec.pop("batch")
@@ -76,9 +66,9 @@ def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], di
         autocast = precision == "bf16"
         for name, model in models.items():
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-            fns[f"train/{precision}/{name}"] = _synced(
+            fns[f"train/{precision}/{name}"] = synced(
                 _train_step(model, images, labels, optimizer, autocast), device)
-            fns[f"infer/{precision}/{name}"] = _synced(_infer_step(model, images, autocast), device)
+            fns[f"infer/{precision}/{name}"] = synced(_infer_step(model, images, autocast), device)
     # One interleaved round robin over all eight: load from other processes hits all alike.
     times = interleaved_medians(fns, repeats=repeats, warmup=2)
     rows = []
