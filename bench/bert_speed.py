@@ -13,9 +13,7 @@ Writes bench/results/bert_speed_PRESET.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -24,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from transformers import BertConfig, BertForPreTraining
 
-from bench.timing import hardware, interleaved_medians, synced
+from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.models.bert import build_bert, config_from_hf, state_from_hf
 
 RESULTS = Path(__file__).parent / "results"
@@ -113,21 +111,11 @@ def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="mini")
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = peer_arguments(__doc__, PRESETS, "mini")
     import transformers
 
     rows, setup = run(args.preset, torch.device(args.device), args.repeats)
-    command = "python -m bench.bert_speed " + " ".join(sys.argv[1:])
-    meta = {"command": command.strip(), "hardware": hardware(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "setup": setup}
+    meta = run_meta("bench.bert_speed", "transformers", transformers.__version__, setup)
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"bert_speed_{args.preset}"
     stem.with_suffix(".json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")

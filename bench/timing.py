@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
+import sys
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     import torch
@@ -45,3 +47,28 @@ def hardware() -> str:
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
     return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+
+
+def peer_arguments(doc: str | None, presets: dict, default_preset: str) -> argparse.Namespace:
+    """The options every peer speed bench takes (--device, --preset, --repeats, --threads);
+    applies --threads before any timing."""
+    import torch
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--preset", choices=sorted(presets), default=default_preset)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
+def run_meta(module: str, peer: str, peer_version: str, setup: dict) -> dict[str, Any]:
+    """What a results file says about its run: the exact command, hardware and versions."""
+    import torch
+
+    command = f"python -m {module} " + " ".join(sys.argv[1:])
+    return {"command": command.strip(), "hardware": hardware(), "torch": torch.__version__,
+            peer: peer_version, "setup": setup}

@@ -9,9 +9,7 @@ target is >= 1.0x for each. Writes bench/results/vit_speed.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +18,7 @@ import torch.nn.functional as F
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-from bench.timing import hardware, interleaved_medians, synced
+from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from tasks.vit.convert import vit_from_timm
 
 RESULTS = Path(__file__).parent / "results"
@@ -82,21 +80,11 @@ def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = peer_arguments(__doc__, PRESETS, "small")
     import timm
 
     rows, setup = run(args.preset, torch.device(args.device), args.repeats)
-    command = "python -m bench.vit_speed " + " ".join(sys.argv[1:])
-    meta = {"command": command.strip(), "hardware": hardware(), "torch": torch.__version__,
-            "timm": timm.__version__, "setup": setup}
+    meta = run_meta("bench.vit_speed", "timm", timm.__version__, setup)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "vit_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     lines = ["# zoo ViT vs timm VisionTransformer (same architecture and weights)", "",
