@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from tasks.vit.config import ModelConfig
-from zoo.blocks import Encoder, LayerSpec, build_norm, resample_grid
+from zoo.blocks import Dropout, Encoder, LayerSpec, build_norm, resample_grid
 
 POOLS = ("token", "avg")
 
@@ -60,14 +60,14 @@ class ViT(nn.Module):
         self.patch_embed = nn.Conv2d(in_chans, dim, kernel_size=patch_size, stride=patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if class_token else None
         self.pos_embed = nn.Parameter(torch.zeros(1, self.num_prefix + self.grid ** 2, dim))
-        self.pos_dropout = nn.Dropout(dropout)
+        self.pos_dropout = Dropout(dropout)
         spec = LayerSpec(dim, num_heads, ffn_dim, dropout=dropout, attn_dropout=attn_dropout,
                          activation="gelu", norm_eps=1e-6, pre_norm=True, bias=bias)
         # With average pooling the final norm moves after the pooling (timm's fc_norm).
         self.encoder = Encoder.uniform(encoder_layers, spec, drop_path_rate=drop_path_rate,
                                        final_norm=pool == "token")
         self.head_norm = build_norm(spec.norm, dim, eps=spec.norm_eps) if pool == "avg" else None
-        self.head_dropout = nn.Dropout(dropout)
+        self.head_dropout = Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
         self.reset_parameters()
 

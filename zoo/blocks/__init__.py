@@ -2,6 +2,7 @@
 
 from zoo.blocks.attention import MultiHeadAttention, attention_maps, attention_reference
 from zoo.blocks.cache import DecoderCache, DecoderLayerCache, KVCache
+from zoo.blocks.dropout import Dropout
 from zoo.blocks.embeddings import SequenceEmbedding, TokenEmbedding
 from zoo.blocks.ffn import ACTIVATIONS, FeedForward
 from zoo.blocks.init import init_transformer_
@@ -15,7 +16,7 @@ from zoo.blocks.stacks import Decoder, Encoder, self_attention_mask, stochastic_
 
 __all__ = [
     "ACTIVATIONS", "MIXERS", "NORMS", "POSITIONS", "Conv", "Decoder", "DecoderCache",
-    "DecoderLayer", "DecoderLayerCache", "Encoder", "EncoderLayer", "FeedForward", "KVCache",
+    "DecoderLayer", "DecoderLayerCache", "Dropout", "Encoder", "EncoderLayer", "FeedForward", "KVCache",
     "LayerSpec", "LearnedPositions", "LocalAttention", "MultiHeadAttention", "Recurrent", "Residual",
     "SelfAttentionMixer", "SequenceEmbedding", "SinusoidalPositions", "TokenEmbedding",
     "attention_maps", "attention_reference", "build_mixer", "build_norm", "causal_mask", "init_transformer_",

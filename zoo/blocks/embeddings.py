@@ -6,6 +6,7 @@ import math
 
 from torch import Tensor, nn
 
+from zoo.blocks.dropout import Dropout
 from zoo.blocks.positions import POSITIONS
 
 
@@ -50,7 +51,7 @@ class SequenceEmbedding(nn.Module):
             raise ValueError(f"unknown positions {positions!r}; choose from {sorted(POSITIONS)}")
         self.tokens = token_embedding or TokenEmbedding(vocab_size, dim, padding_idx=padding_idx)
         self.positions = POSITIONS[positions](max_len, dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:
         x = self.tokens(tokens) + self.positions(tokens.shape[1], offset)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from zoo.blocks.dropout import Dropout
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU}
 
 
@@ -25,7 +27,7 @@ class FeedForward(nn.Module):
             raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
         self.fc1 = nn.Linear(dim, ffn_dim, bias=bias)
         self.act = ACTIVATIONS[activation]()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.fc2 = nn.Linear(ffn_dim, dim, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from zoo.blocks.attention import MultiHeadAttention
 from zoo.blocks.cache import DecoderLayerCache
+from zoo.blocks.dropout import Dropout
 from zoo.blocks.ffn import ACTIVATIONS, FeedForward
 from zoo.blocks.local_attention import LocalAttention
 from zoo.blocks.norms import NORMS, build_norm
@@ -92,7 +93,7 @@ class Residual(nn.Module):
         super().__init__()
         self.pre_norm = pre_norm
         self.norm = build_norm(norm, dim, eps=norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from zoo.blocks import Encoder, LayerSpec, LearnedPositions, TokenEmbedding
+from zoo.blocks import Dropout, Encoder, LayerSpec, LearnedPositions, TokenEmbedding
 from zoo.config import UserError
 from zoo.convert import fuse_qkv, rename, split_qkv
 
@@ -57,7 +57,7 @@ class BertEmbeddings(nn.Module):
         self.positions = LearnedPositions(max_len, dim)
         self.token_types = nn.Embedding(type_vocab_size, dim)
         self.norm = nn.LayerNorm(dim, eps=norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor) -> Tensor:
         x = self.tokens(input_ids) + self.positions(input_ids.shape[1]) + self.token_types(token_type_ids)

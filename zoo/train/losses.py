@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import torch.nn.functional as F
+import torch
 from torch import Tensor
 
 
@@ -18,10 +18,12 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, *, smoothing: f
         both summed over non-ignored targets, and their count. Sums, so the runner can
         normalise by the tokens of a whole accumulated step.
     """
-    logits = logits.reshape(-1, logits.shape[-1]).float()
+    logits = logits.reshape(-1, logits.shape[-1])
     target = target.reshape(-1)
-    loss = F.cross_entropy(logits, target, ignore_index=ignore_index, label_smoothing=smoothing,
-                           reduction="sum")
-    nll = F.cross_entropy(logits, target, ignore_index=ignore_index, reduction="sum").detach()
-    units = (target != ignore_index).sum()
-    return loss, nll, units
+    keep = target != ignore_index
+    # One log-softmax for both sums (two F.cross_entropy calls computed it twice over (N, V)),
+    # in fp32 at least whatever the autocast dtype of the logits.
+    lprobs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+    nll = -lprobs.gather(-1, target.masked_fill(~keep, 0)[:, None])[:, 0]
+    loss = nll if smoothing == 0.0 else (1.0 - smoothing) * nll - smoothing * lprobs.mean(-1)
+    return loss[keep].sum(), nll[keep].sum().detach(), keep.sum()

@@ -18,3 +18,17 @@ def test_label_smoothing_equals_the_definition_with_padding_ignored():
     assert units == real.sum()
     torch.testing.assert_close(loss.double(), smoothed[real].sum())
     torch.testing.assert_close(nll.double(), true_nll[real].sum())
+
+
+def test_loss_and_gradient_equal_torch_cross_entropy_with_label_smoothing():
+    torch.manual_seed(1)
+    logits = torch.randn(3, 4, 11, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(1, 11, (3, 4))
+    target[1, 2:] = -100
+    loss, _, _ = label_smoothed_cross_entropy(logits, target, smoothing=0.2)
+    (grad,) = torch.autograd.grad(loss, logits)
+    ref = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(), label_smoothing=0.2,
+                                            reduction="sum")
+    (ref_grad,) = torch.autograd.grad(ref, logits)
+    torch.testing.assert_close(loss, ref)
+    torch.testing.assert_close(grad, ref_grad)

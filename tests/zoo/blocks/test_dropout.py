@@ -1,0 +1,46 @@
+"""zoo's Dropout against nn.Dropout's contract: rate, scaling, gradient, eval identity, seeding."""
+
+import pytest
+import torch
+
+from zoo.blocks import Dropout
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
+def test_drops_at_rate_p_and_keeps_the_expectation(p):
+    torch.manual_seed(0)
+    y = Dropout(p).train()(torch.ones(400, 1000))
+    assert abs((y == 0).float().mean().item() - p) < 0.003
+    kept = y[y != 0]
+    torch.testing.assert_close(kept, torch.full_like(kept, kept[0].item()))  # one scale for all
+    assert abs(y.mean().item() - 1.0) < 0.01
+    assert abs(kept[0].item() - 1 / (1 - p)) < 1e-3
+
+
+def test_gradient_is_the_mask_times_the_scale():
+    torch.manual_seed(1)
+    x = torch.randn(64, 33, requires_grad=True)
+    y = Dropout(0.25).train()(x)
+    y.backward(torch.ones_like(y))
+    torch.testing.assert_close(x.grad, torch.where(y != 0, y / x, 0.0).detach())
+
+
+def test_identity_in_eval_mode_and_at_p_zero_and_zero_at_p_one():
+    x = torch.randn(5, 7)
+    assert torch.equal(Dropout(0.5).eval()(x), x)
+    assert torch.equal(Dropout(0.0).train()(x), x)
+    assert torch.equal(Dropout(1.0).train()(x), torch.zeros_like(x))
+
+
+def test_masks_follow_the_torch_seed():
+    d, x = Dropout(0.3).train(), torch.ones(3, 50, 9)  # an odd element count
+    torch.manual_seed(7)
+    a = d(x)
+    torch.manual_seed(7)
+    assert torch.equal(a, d(x))
+    assert not torch.equal(a, d(x))
+
+
+def test_rejects_a_probability_outside_0_1():
+    with pytest.raises(ValueError, match="dropout probability"):
+        Dropout(1.5)
