@@ -49,9 +49,10 @@ def hardware() -> str:
     return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
 
 
-def peer_arguments(doc: str | None, presets: dict, default_preset: str) -> argparse.Namespace:
-    """The options every peer speed bench takes (--device, --preset, --repeats, --threads);
-    applies --threads before any timing."""
+def peer_arguments(doc: str | None, presets: dict, default_preset: str, *,
+                   compile_option: bool = False) -> argparse.Namespace:
+    """The options every peer speed bench takes (--device, --preset, --repeats, --threads, and
+    --compile where the bench has compiled rows); applies --threads before any timing."""
     import torch
 
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,6 +60,9 @@ def peer_arguments(doc: str | None, presets: dict, default_preset: str) -> argpa
     parser.add_argument("--preset", choices=sorted(presets), default=default_preset)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
+    if compile_option:
+        parser.add_argument("--compile", action="store_true",
+                            help="also time both models' training steps under torch.compile (inductor)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -90,22 +90,30 @@ def build_marian(p: Preset) -> MarianMTModel:
     return MarianMTModel(cfg)
 
 
-def trainer(model: torch.nn.Module, logits_of, src: torch.Tensor, tgt_in: torch.Tensor,
+SMOOTHING = 0.1  # the recipes' label smoothing, in both training steps
+
+
+def trainer(model: torch.nn.Module, loss_of, src: torch.Tensor, tgt_in: torch.Tensor,
             tgt_out: torch.Tensor):
-    """One optimizer step per call: forward, summed token cross-entropy, backward, Adam."""
+    """One optimizer step per call: forward, summed label-smoothed token loss, backward, Adam."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
 
     def step() -> None:
-        logits = logits_of(model, src, tgt_in)
-        loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD, reduction="sum")
-        loss.backward()
+        loss_of(model, src, tgt_in, tgt_out).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return step
 
 
-def marian_logits(model: MarianMTModel, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-    return model(input_ids=src, attention_mask=src != PAD, decoder_input_ids=tgt_in).logits
+def zoo_loss(model: torch.nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    """zoo's training step as the translation task runs it: the projection and loss fused."""
+    return model(src, tgt_in, tgt_out, smoothing=SMOOTHING).loss
+
+
+def marian_loss(model: MarianMTModel, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    logits = model(input_ids=src, attention_mask=src != PAD, decoder_input_ids=tgt_in).logits
+    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD,
+                           label_smoothing=SMOOTHING, reduction="sum")
 
 
 def random_batch(p: Preset) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -124,8 +132,8 @@ def training(p: Preset, repeats: int) -> dict:
     torch.manual_seed(0)
     ours, marian = build_ours(p).train(), build_marian(p).train()
     seconds = interleaved_medians({
-        "zoo": trainer(ours, lambda m, s, t: m(s, t), src, tgt_in, tgt_out),
-        "marian": trainer(marian, marian_logits, src, tgt_in, tgt_out)}, repeats=repeats)
+        "zoo": trainer(ours, zoo_loss, src, tgt_in, tgt_out),
+        "marian": trainer(marian, marian_loss, src, tgt_in, tgt_out)}, repeats=repeats)
     tokens = int((tgt_out != PAD).sum())
     return {"tokens_per_s": {k: tokens / v for k, v in seconds.items()},
             "ratio": seconds["marian"] / seconds["zoo"]}

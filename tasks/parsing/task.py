@@ -34,7 +34,7 @@ from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search, decode_sorted, greedy_search
 from zoo.decode.cky import cky, span_sum
 from zoo.decode.state import max_lengths
-from zoo.train import RunContext, Term, label_smoothed_cross_entropy
+from zoo.train import RunContext, Term
 
 
 def forbid_empty_root(scores: Tensor, lengths: Tensor) -> Tensor:
@@ -195,10 +195,8 @@ class ParsingTask:
 
     def train_step(self, model: nn.Module, batch: ChartBatch | Seq2SeqBatch) -> dict[str, Term]:
         if isinstance(batch, Seq2SeqBatch):
-            logits = model(batch.src, batch.tgt_in)
-            loss, nll, _ = label_smoothed_cross_entropy(logits, batch.tgt_out, smoothing=self.cfg.label_smoothing,
-                                                        ignore_index=SPECIAL_IDS.pad)
-            return {"loss": Term(loss, {"nll": nll})}
+            sums = model(batch.src, batch.tgt_in, batch.tgt_out, smoothing=self.cfg.label_smoothing)
+            return {"loss": Term(sums.loss, {"nll": sums.nll})}
         scores, tag_logits = model(batch.input.words, batch.input.chars)
         lengths = batch.input.lengths
         tag = F.cross_entropy(tag_logits.float().flatten(0, 1), batch.tags.flatten(), reduction="sum")

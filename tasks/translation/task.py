@@ -19,7 +19,7 @@ from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.decode import beam_search, decode_sorted, greedy_search
 from zoo.models import build_model
-from zoo.train import RunContext, Term, label_smoothed_cross_entropy
+from zoo.train import RunContext, Term
 
 log = logging.getLogger(__name__)
 TOKENIZER_ARTIFACT = "spm.model"
@@ -93,10 +93,8 @@ class TranslationTask:
         return {"loss": batch.tgt_tokens}
 
     def train_step(self, model: nn.Module, batch: Seq2SeqBatch) -> dict[str, Term]:
-        logits = model(batch.src, batch.tgt_in)
-        loss, nll, _ = label_smoothed_cross_entropy(
-            logits, batch.tgt_out, smoothing=self.cfg.label_smoothing, ignore_index=SPECIAL_IDS.pad)
-        return {"loss": Term(loss, {"nll": nll})}
+        sums = model(batch.src, batch.tgt_in, batch.tgt_out, smoothing=self.cfg.label_smoothing)
+        return {"loss": Term(sums.loss, {"nll": sums.nll})}
 
     def evaluate(self, model: nn.Module, role: str = "valid", beam_size: int | None = None) -> dict[str, float]:
         """Teacher-forced NLL/perplexity and sacreBLEU of decoded translations on a split.
@@ -106,10 +104,8 @@ class TranslationTask:
         device = next(model.parameters()).device
         nll, tokens = 0.0, 0
         for batch in self.data.eval_batches(role):
-            logits = model(batch.src.to(device), batch.tgt_in.to(device))
-            _, batch_nll, batch_tokens = label_smoothed_cross_entropy(
-                logits, batch.tgt_out.to(device), ignore_index=SPECIAL_IDS.pad)
-            nll, tokens = nll + batch_nll.item(), tokens + int(batch_tokens)
+            sums = model(batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device))
+            nll, tokens = nll + sums.nll.item(), tokens + int(sums.units)
         split = self.data.split(role)
         beam = self.cfg.decode.eval_beam_size if beam_size is None else beam_size
         hyps = split_translations(model, self.data.tokenizer, split, self.cfg.decode, beam_size=beam,

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from zoo.blocks import (Decoder, DecoderCache, Encoder, LayerSpec, SequenceEmbedding,
                         TokenEmbedding, init_transformer_, padding_mask)
+from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 from zoo.config import UserError
 from zoo.models.checks import check_model_values
 
@@ -82,9 +83,13 @@ class Transformer(nn.Module):
         With a cache, `tgt_in` holds only the new tokens (positions cache.offset..), and `memory`
         is needed only on the first call, which fills the cross-attention caches.
         """
+        return self.output(self.decoder_states(tgt_in, memory, memory_mask, cache))
+
+    def decoder_states(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
+                       cache: DecoderCache | None = None) -> Tensor:
+        """tgt_in (B, T) -> the decoder's output (B, T, D), before the output projection."""
         offset = cache.offset if cache is not None else 0
-        x = self.tgt_embed(tgt_in, offset)
-        return self.output(self.decoder(x, memory, memory_mask=memory_mask, cache=cache))
+        return self.decoder(self.tgt_embed(tgt_in, offset), memory, memory_mask=memory_mask, cache=cache)
 
     def new_cache(self, beams: int = 1) -> DecoderCache:
         """An empty KV cache for incremental decoding.
@@ -97,10 +102,19 @@ class Transformer(nn.Module):
             return self.decoder.new_cache()
         return DecoderCache.empty(len(self.decoder.layers), beams=beams)
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits (B, T, V) of the next target tokens."""
+    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor | None = None, *,
+                smoothing: float = 0.0) -> Tensor | LossSums:
+        """Teacher-forced logits (B, T, V) of the next target tokens; or, given `targets` (B, T)
+        (padding = the model's pad id), the sums of their label-smoothed loss, NLL and count,
+        with the projection and the loss fused so that no (B, T, V) tensor is ever made (as
+        nanoGPT's forward takes targets; it is here, not in the task, so DDP and torch.compile
+        wrap it)."""
         memory, memory_mask = self.encode(src)
-        return self.decode(tgt_in, memory, memory_mask)
+        if targets is None:
+            return self.decode(tgt_in, memory, memory_mask)
+        states = self.decoder_states(tgt_in, memory, memory_mask)
+        return linear_cross_entropy(states, self.output.weight, targets, smoothing=smoothing,
+                                    ignore_index=self.pad_idx)
 
 
 def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_idx: int) -> Transformer:

@@ -1,0 +1,98 @@
+"""The output projection and the label-smoothed cross-entropy fused, over row chunks.
+
+A training step that projects every target position to the vocabulary materialises (N, V)
+logits, their log-softmax and their gradient: for the Multi30k model (N ~ 3,800 tokens, V =
+8,000) three 120 MB tensors per step, memory-bound passes that cost about as much as the
+projection's matrix products (bench/results/training_profile.md). Here each chunk of rows is
+projected, its loss summed and its gradients with respect to the hidden states and the weight
+computed at once while the chunk is still in cache, as in Liger-Kernel's fused linear
+cross-entropy; padding rows are dropped before any of it. The loss is a sum, so the gradients
+computed in the forward pass are only scaled by the incoming gradient in backward.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+CHUNK_BYTES = 4 << 20  # fp32 logits per chunk: a few MB, to stay in the last-level cache
+
+
+class LossSums(NamedTuple):
+    """Summed over the non-ignored targets: the smoothed loss, the plain NLL (no gradient) and
+    their count, so a runner can normalise by the tokens of a whole accumulated step."""
+    loss: Tensor
+    nll: Tensor
+    units: Tensor
+
+
+class _FusedLinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float,
+                compute_dtype: torch.dtype, grad_enabled: bool) -> tuple[Tensor, Tensor]:
+        rows, vocab = hidden.shape[0], weight.shape[0]
+        chunk = max(1, CHUNK_BYTES // (4 * vocab))
+        w = weight.to(compute_dtype)
+        exact = torch.promote_types(compute_dtype, torch.float32)  # the softmax and the sums: fp32 at least
+        # Inside forward grad mode is always off: whether the caller's was is passed in.
+        want_hidden = grad_enabled and ctx.needs_input_grad[0]
+        want_weight = grad_enabled and ctx.needs_input_grad[1]
+        grad_hidden = torch.empty_like(hidden) if want_hidden else None
+        grad_weight = torch.zeros(weight.shape, dtype=exact, device=weight.device) if want_weight else None
+        loss = torch.zeros((), dtype=exact, device=hidden.device)
+        nll = torch.zeros_like(loss)
+        for start in range(0, rows, chunk):
+            h = hidden[start:start + chunk].to(compute_dtype)
+            t = target[start:start + chunk, None]
+            logits = (h @ w.T).to(exact)
+            lse = logits.logsumexp(-1, keepdim=True)
+            row_nll = lse - logits.gather(-1, t)
+            nll += row_nll.sum()
+            # Smoothing against (1 - eps) one_hot + eps / V: the uniform part is lse - mean(logits).
+            loss += (1.0 - smoothing) * row_nll.sum() + smoothing * (lse - logits.mean(-1, keepdim=True)).sum()
+            if want_hidden or want_weight:
+                # d loss / d logits = softmax - (1 - eps) one_hot - eps / V, built in place.
+                grad = logits.sub_(lse).exp_().sub_(smoothing / vocab)
+                grad.scatter_add_(-1, t, grad.new_full(t.shape, smoothing - 1.0))
+                grad = grad.to(compute_dtype)
+                if want_hidden:
+                    grad_hidden[start:start + chunk] = grad @ w
+                if want_weight:
+                    grad_weight += grad.T @ h
+        ctx.save_for_backward(grad_hidden, grad_weight)
+        ctx.weight_dtype = weight.dtype
+        ctx.mark_non_differentiable(nll)
+        return loss, nll
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor, _grad_nll: Tensor):
+        grad_hidden, grad_weight = ctx.saved_tensors
+        return (grad_hidden * grad_loss if grad_hidden is not None else None,
+                grad_weight.to(ctx.weight_dtype) * grad_loss if grad_weight is not None else None,
+                None, None, None, None)
+
+
+def linear_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, *, smoothing: float = 0.0,
+                         ignore_index: int = -100) -> LossSums:
+    """Sum of label-smoothed cross-entropy of `hidden @ weight.T` against `target`, never
+    holding the (N, V) logits.
+
+    Args:
+        hidden: (..., D) states before the output projection.
+        weight: (V, D) the projection (no bias), e.g. tied to the embeddings.
+        target: (...) class ids; `ignore_index` rows are dropped first.
+        smoothing: eps_ls of the paper (0.1), against (1 - eps) one_hot + eps / V.
+    Under autocast the products run in the autocast dtype and the softmax in fp32, as they would
+    unfused.
+    """
+    device = hidden.device.type
+    compute_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else hidden.dtype
+    target = target.reshape(-1)
+    keep = target != ignore_index
+    rows = hidden.reshape(-1, hidden.shape[-1])[keep]
+    with torch.autocast(device, enabled=False):
+        loss, nll = _FusedLinearCrossEntropy.apply(rows, weight, target[keep], smoothing, compute_dtype,
+                                                   torch.is_grad_enabled())
+    return LossSums(loss, nll, keep.sum())
