@@ -20,8 +20,9 @@ all alike), at each thread count:
   only in the random-weight rows).
 
 Throughput is generated tokens per second (best hypotheses, EOS counted). Targets: >= 2.5x
-`generate` and >= 1.0x CTranslate2 fp32 at the same precision. `--train` adds the training
-comparison (target tokens/s of forward + loss + backward + Adam against Marian). `--profile FILE`
+`generate` and >= 1.0x CTranslate2 fp32 at the same precision. `--train` times training instead
+(target tokens/s of forward + loss + backward + Adam against Marian, fp32 and bf16 autocast, at
+each thread count; bench/results/translation_train_speed.{json,md}). `--profile FILE`
 writes torch.profiler key averages of zoo's beam search on the preset (one thread) instead.
 Writes bench/results/translation_speed.{json,md}.
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -56,15 +58,15 @@ class Preset:
     ffn_dim: int
     heads: int
     vocab: int
-    batch: int
     src_len: int
     decode_batch: int
+    train_batch: int = 128  # x 31 target tokens: ~3,900, the Multi30k recipe's batch
 
 
 PRESETS = {
-    "small": Preset(layers=3, dim=256, ffn_dim=1024, heads=4, vocab=8000, batch=32, src_len=30,
+    "small": Preset(layers=3, dim=256, ffn_dim=1024, heads=4, vocab=8000, src_len=30,
                     decode_batch=32),
-    "base": Preset(layers=6, dim=512, ffn_dim=2048, heads=8, vocab=37000, batch=32, src_len=30,
+    "base": Preset(layers=6, dim=512, ffn_dim=2048, heads=8, vocab=37000, src_len=30,
                    decode_batch=32),
 }
 EXTRA_LEN = 50
@@ -116,27 +118,44 @@ def marian_loss(model: MarianMTModel, src: torch.Tensor, tgt_in: torch.Tensor, t
                            label_smoothing=SMOOTHING, reduction="sum")
 
 
-def random_batch(p: Preset) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Sources (B, S) ending in EOS, and teacher-forced target input/output, all random ids."""
+def random_batch(p: Preset, rows: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sources (rows, S) ending in EOS, and teacher-forced target input/output, all random ids."""
     g = torch.Generator().manual_seed(0)
-    src = torch.randint(EOS + 1, p.vocab, (p.batch, p.src_len), generator=g)
+    src = torch.randint(EOS + 1, p.vocab, (rows, p.src_len), generator=g)
     src[:, -1] = EOS
-    tgt = torch.randint(EOS + 1, p.vocab, (p.batch, p.src_len + 1), generator=g)
+    tgt = torch.randint(EOS + 1, p.vocab, (rows, p.src_len + 1), generator=g)
     tgt_in, tgt_out = tgt.clone(), tgt.clone()
     tgt_in[:, 0], tgt_out[:, -1] = BOS, EOS
     return src, tgt_in, tgt_out
 
 
-def training(p: Preset, repeats: int) -> dict:
-    src, tgt_in, tgt_out = random_batch(p)
+def autocast_step(step, precision: str):
+    def run() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            step()
+    return run
+
+
+def training(p: Preset, threads: list[int], repeats: int) -> dict:
+    """Target tokens/s of zoo's and Marian's training steps, fp32 and bf16 autocast, per thread
+    count; each thread count one interleaved round robin over the four."""
+    src, tgt_in, tgt_out = random_batch(p, p.train_batch)
     torch.manual_seed(0)
     ours, marian = build_ours(p).train(), build_marian(p).train()
-    seconds = interleaved_medians({
-        "zoo": trainer(ours, zoo_loss, src, tgt_in, tgt_out),
-        "marian": trainer(marian, marian_loss, src, tgt_in, tgt_out)}, repeats=repeats)
     tokens = int((tgt_out != PAD).sum())
-    return {"tokens_per_s": {k: tokens / v for k, v in seconds.items()},
-            "ratio": seconds["marian"] / seconds["zoo"]}
+    out = {}
+    for n in threads:
+        torch.set_num_threads(n)
+        fns = {}
+        for precision in ("fp32", "bf16"):
+            fns[f"zoo/{precision}"] = autocast_step(trainer(ours, zoo_loss, src, tgt_in, tgt_out), precision)
+            fns[f"marian/{precision}"] = autocast_step(trainer(marian, marian_loss, src, tgt_in, tgt_out), precision)
+        seconds = interleaved_medians(fns, repeats=repeats)
+        out[n] = {precision: {"zoo_tokens_per_s": tokens / seconds[f"zoo/{precision}"],
+                              "marian_tokens_per_s": tokens / seconds[f"marian/{precision}"],
+                              "ratio": seconds[f"marian/{precision}"] / seconds[f"zoo/{precision}"]}
+                  for precision in ("fp32", "bf16")}
+    return {"tokens": tokens, "threads": out}
 
 
 def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, threads: int,
@@ -189,8 +208,7 @@ def ct2_beam(translator, sources: list[list[str]], *, forced: int | None = None,
 
 def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) -> dict:
     """zoo, generate and CTranslate2 on one batch of random sources, decoded to the limit."""
-    src, _, _ = random_batch(p)
-    src = src[: p.decode_batch]
+    src, _, _ = random_batch(p, p.decode_batch)
     torch.manual_seed(0)
     ours, marian = build_ours(p).eval(), build_marian(p).eval()
     pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(EOS + 1, p.vocab)]
@@ -271,7 +289,7 @@ def profile(preset: Preset, path: Path) -> None:
     from torch.profiler import profile as profiler
 
     torch.set_num_threads(1)
-    src = random_batch(preset)[0][: preset.decode_batch]
+    src = random_batch(preset, preset.decode_batch)[0]
     torch.manual_seed(0)
     decode = zoo_beam(build_ours(preset).eval(), [src])
     decode()
@@ -281,8 +299,8 @@ def profile(preset: Preset, path: Path) -> None:
     path.write_text(f"# Profile of zoo.decode.beam_search, `{command()}`\n"
                     f"# beam {BEAM}, alpha {ALPHA}, source length + {EXTRA_LEN}, random weights "
                     f"(every hypothesis runs to the limit), one thread, torch {torch.__version__}\n"
-                    f"# preset {asdict(preset)}\n# machine: {cpu_model()}, 2 cores shared with other "
-                    f"agents' jobs\n\n{table}\n")
+                    f"# preset {asdict(preset)}\n# machine: {cpu_model()}, load average "
+                    f"{os.getloadavg()[0]:.1f} at the start\n\n{table}\n")
 
 
 def command() -> str:
@@ -308,9 +326,8 @@ def markdown(r: dict) -> str:
     lines = ["# Translation decoding: zoo vs Hugging Face generate vs CTranslate2\n",
              f"`{r['command']}`; torch {r['torch']}, transformers {r['transformers']}, "
              f"ctranslate2 {r['ctranslate2']}. Preset {r['preset']}: {r['config']}.",
-             "The machine (2 cores) was **shared with other agents' training jobs** while this ran: "
-             "absolute figures are noisy; the ratios come from interleaved medians "
-             f"({r['repeats']} rounds).\n",
+             f"Load average at the start: {r['load_average']:.1f}; the ratios come from interleaved "
+             f"medians ({r['repeats']} rounds), so load from other processes hits all contenders alike.\n",
              "Targets: zoo >= 2.5x generate and >= 1.0x CTranslate2 fp32 (fp32 beside fp32).\n"]
     for title, rows in (("Random weights, forced full length (beam 4)", r["random"]),
                         (f"Trained model {r.get('run', '')}, real early stopping", r.get("trained"))):
@@ -336,12 +353,25 @@ def markdown(r: dict) -> str:
                              f"{row['bf16']['mean_length']['zoo_bf16']:.1f} | "
                              f"{b['zoo_bf16'] / b['zoo']:.2f}x zoo fp32 | - |")
         lines.append("")
-    if r.get("train"):
-        t = r["train"]
-        lines += ["## Training (random batch, forward + loss + backward + Adam)\n",
-                  f"zoo {t['tokens_per_s']['zoo']:.0f} target tokens/s, Marian "
-                  f"{t['tokens_per_s']['marian']:.0f}: {t['ratio']:.2f}x.\n"]
     lines += ["## Machine\n", "```", r["lscpu"].rstrip(), "```\n"]
+    return "\n".join(lines)
+
+
+def train_markdown(r: dict) -> str:
+    t = r["train"]
+    lines = ["# Translation training: zoo vs Hugging Face MarianMTModel\n",
+             f"`{r['command']}`; torch {r['torch']}, transformers {r['transformers']}. Preset "
+             f"{r['preset']}: {r['config']}. Load average at the start: {r['load_average']:.1f}.\n",
+             f"Forward + label-smoothed loss + backward + Adam on {t['tokens']} target tokens of random "
+             f"ids, as each library trains (zoo: the task's fused projection + loss; Marian: logits, then "
+             f"cross-entropy); medians of {r['repeats']} interleaved rounds over the four.\n",
+             "| threads | precision | zoo tokens/s | Marian tokens/s | ratio (target >= 1.2x) |",
+             "|---|---|---|---|---|"]
+    for n, row in t["threads"].items():
+        for precision, x in row.items():
+            lines.append(f"| {n} | {precision} | {x['zoo_tokens_per_s']:.0f} | "
+                         f"{x['marian_tokens_per_s']:.0f} | {x['ratio']:.2f}x |")
+    lines += ["", "## Machine\n", "```", r["lscpu"].rstrip(), "```\n"]
     return "\n".join(lines)
 
 
@@ -352,7 +382,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--threads", default="1,2", help="comma-separated CPU thread counts")
     parser.add_argument("--run", default="", help="also time a trained run (tasks.translation.train)")
-    parser.add_argument("--train", action="store_true", help="also compare training against Marian")
+    parser.add_argument("--train", action="store_true",
+                        help="time training against Marian instead of decoding (translation_train_speed.*)")
     parser.add_argument("--profile", default="", help="write a profile of zoo's beam search to FILE and stop")
     args = parser.parse_args()
     preset = PRESETS[args.preset]
@@ -366,20 +397,23 @@ def main() -> None:
     result = {"command": command(), "preset": args.preset, "config": asdict(preset),
               "repeats": args.repeats, "torch": torch.__version__,
               "transformers": transformers.__version__, "ctranslate2": ctranslate2.__version__,
-              "hardware": hardware(), "lscpu": cpu()}
+              "hardware": hardware(), "lscpu": cpu(), "load_average": os.getloadavg()[0]}
+    RESULTS.mkdir(exist_ok=True)
+    if args.train:
+        result["train"] = training(preset, threads, args.repeats)
+        (RESULTS / "translation_train_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+        (RESULTS / "translation_train_speed.md").write_text(train_markdown(result))
+        print(train_markdown(result))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         result["random"] = random_weights(preset, threads, args.repeats, Path(tmp) / "random")
         if args.run:
             result["run"] = args.run
             result["trained"] = trained(args.run, threads, args.repeats, Path(tmp) / "trained")
-    if args.train:
-        torch.set_num_threads(threads[0])
-        result["train"] = training(preset, args.repeats)
     for n, row in result["random"].items():
         rel = ratios(row["tokens_per_s"])
         print(f"{n} thread(s), random weights: zoo {rel['generate']['zoo']:.2f}x generate "
               f"(target >= 2.5x), {rel['ct2_fp32']['zoo']:.2f}x CTranslate2 fp32 (target >= 1.0x)")
-    RESULTS.mkdir(exist_ok=True)
     (RESULTS / "translation_speed.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "translation_speed.md").write_text(markdown(result))
 

@@ -1,7 +1,7 @@
 """Dropout with a cheap mask on CPU.
 
 On CPU, `bernoulli_` (behind nn.Dropout) asks the generator for one draw per element, and that
-is slow: in a profile of the Multi30k training step (bench/results/training_profile.md) it took
+is slow: in a profile of the Multi30k training step (bench/results/training_profile_*.txt) it took
 12% of the step, more than attention. Here one 64-bit draw gives four 15-bit uniforms, so the
 mask costs about a fifth as much; p is rounded to a multiple of 2**-15 (0.1 becomes 0.100006).
 Elsewhere (CUDA) F.dropout's fused kernel is already cheap and is used as is. The masks come

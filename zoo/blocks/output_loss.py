@@ -3,7 +3,7 @@
 A training step that projects every target position to the vocabulary materialises (N, V)
 logits, their log-softmax and their gradient: for the Multi30k model (N ~ 3,800 tokens, V =
 8,000) three 120 MB tensors per step, memory-bound passes that cost about as much as the
-projection's matrix products (bench/results/training_profile.md). Here each chunk of rows is
+projection's matrix products (bench/results/training_profile_*.txt). Here each chunk of rows is
 projected, its loss summed and its gradients with respect to the hidden states and the weight
 computed at once while the chunk is still in cache, as in Liger-Kernel's fused linear
 cross-entropy; padding rows are dropped before any of it. The loss is a sum, so the gradients
