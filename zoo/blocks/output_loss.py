@@ -48,10 +48,12 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             t = target[start:start + chunk, None]
             logits = (h @ w.T).to(exact)
             lse = logits.logsumexp(-1, keepdim=True)
-            row_nll = lse - logits.gather(-1, t)
-            nll += row_nll.sum()
-            # Smoothing against (1 - eps) one_hot + eps / V: the uniform part is lse - mean(logits).
-            loss += (1.0 - smoothing) * row_nll.sum() + smoothing * (lse - logits.mean(-1, keepdim=True)).sum()
+            chunk_nll = (lse - logits.gather(-1, t)).sum()
+            nll += chunk_nll
+            loss += (1.0 - smoothing) * chunk_nll
+            if smoothing:
+                # Smoothing against (1 - eps) one_hot + eps / V: the uniform part is lse - mean(logits).
+                loss += smoothing * (lse - logits.mean(-1, keepdim=True)).sum()
             if want_hidden or want_weight:
                 # d loss / d logits = softmax - (1 - eps) one_hot - eps / V, built in place.
                 grad = logits.sub_(lse).exp_().sub_(smoothing / vocab)

@@ -35,13 +35,24 @@ def test_loss_nll_and_gradients_equal_the_unfused_reference(smoothing, chunk_byt
     assert grads[0][1, 4:].abs().sum() == 0  # padding rows get no gradient
 
 
+def matrix_products(fn) -> int:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(e.count for e in prof.key_averages() if e.key == "aten::mm")
+
+
 def test_no_gradient_work_without_grad_mode():
     hidden = torch.randn(4, 3, requires_grad=True)
     weight = torch.randn(6, 3, requires_grad=True)
+    target = torch.tensor([1, 2, 3, 4])
+    # One chunk: the logits' product alone without grad mode, two more (for the hidden states
+    # and the weight) with it.
+    assert matrix_products(lambda: linear_cross_entropy(hidden, weight, target)) == 3
     with torch.no_grad():
-        sums = linear_cross_entropy(hidden, weight, torch.tensor([1, 2, 3, 4]))
+        assert matrix_products(lambda: linear_cross_entropy(hidden, weight, target)) == 1
+        sums = linear_cross_entropy(hidden, weight, target)
     assert not sums.loss.requires_grad
-    torch.testing.assert_close(sums.loss, reference(hidden, weight, torch.tensor([1, 2, 3, 4]), 0.0, -100)[0])
+    torch.testing.assert_close(sums.loss, reference(hidden, weight, target, 0.0, -100)[0])
 
 
 def test_bf16_autocast_is_close_to_fp32():
