@@ -23,7 +23,8 @@ sequence share one copy of its encoder output and cross-attention keys/values (n
 within a sentence is copied per step), and one buffer of self-attention keys/values that each
 beam reads through its ancestry (zoo.blocks.cache.BeamHistory), so no cache is reordered. The
 best 2k pairs of a sequence are among the 2k best tokens of each of its beams, so the vocabulary
-is ranked per beam, then only k x 2k candidates per sequence. Sequences that stop leave the batch.
+is ranked per beam (zoo.decode.topk), then only k x 2k candidates per sequence. Sequences that
+stop leave the batch.
 
 Shape key: B sequences, k beams, n live sequences, V vocabulary size, L hypothesis length.
 """
@@ -36,6 +37,7 @@ from torch import Tensor
 from zoo.data.special import SpecialIds
 from zoo.decode.protocol import EncoderDecoder, Hypotheses
 from zoo.decode.state import AllowedTokens, DecodingState
+from zoo.decode.topk import top_k
 
 
 def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -82,7 +84,7 @@ def _first_step(state: DecodingState, active: Tensor, k: int) -> tuple[Tensor, T
     """
     logprobs = state.next_logprobs(active)
     width = min(2 * k, logprobs.shape[1])
-    best, best_token = logprobs.topk(width, dim=1)
+    best, best_token = top_k(logprobs, width)
     rows = active.repeat_interleave(k)
     state.select(rows)
     scores = torch.full((active.numel(), k), float("-inf"), device=active.device)
@@ -149,5 +151,5 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
         state.select(parent.reshape(-1), sources=keep)
         state.append(token.reshape(-1))
         logprobs = state.next_logprobs(active.repeat_interleave(k), idle=scores.isneginf().view(-1))
-        best, best_token = logprobs.topk(width, dim=1)
+        best, best_token = top_k(logprobs, width)
     return finished.hypotheses()
