@@ -23,7 +23,8 @@ Throughput is generated tokens per second (best hypotheses, EOS counted). Target
 `generate` and >= 1.0x CTranslate2 fp32 at the same precision. `--train` times training instead
 (target tokens/s of forward + loss + backward + Adam against Marian, fp32 and bf16 autocast, at
 each thread count; bench/results/translation_train_speed.{json,md}). `--profile FILE`
-writes torch.profiler key averages of zoo's beam search on the preset (one thread) instead.
+writes torch.profiler key averages of zoo's beam search on the preset, or on RUN with `--run` (one
+thread), instead.
 Writes bench/results/translation_speed.{json,md}.
 """
 
@@ -252,24 +253,31 @@ def test_sources(run: str) -> tuple:
     return translator, translator.tokenizer.encode_batch([src for src, _ in pairs]), name
 
 
-def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
-    """zoo and CTranslate2 with the run's weights, real early stopping, real test sentences."""
+def trained_decode(run: str):
+    """The run's translator, zoo's beam search over the test set as a callable returning its
+    generated tokens, the sources as pieces, and the test set's name."""
     from tasks.translation.task import translate_ids
 
     translator, sources, name = test_sources(run)
     model, tokenizer = translator.model.eval(), translator.tokenizer
-    pieces = tokenizer.pieces(range(tokenizer.vocab_size))
     decode = translator.cfg.decode
     decode.alpha = ALPHA
-    source_pieces = [tokenizer.pieces(ids) for ids in sources]
 
     def zoo() -> int:
         with torch.inference_mode():
             return sum(len(h) + 1 for h in translate_ids(model, sources, decode, beam_size=BEAM,
                                                          max_tokens=4096))
 
+    return translator, zoo, [tokenizer.pieces(ids) for ids in sources], name
+
+
+def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
+    """zoo and CTranslate2 with the run's weights, real early stopping, real test sentences."""
+    translator, zoo, source_pieces, name = trained_decode(run)
+    model, tokenizer = translator.model, translator.tokenizer
+    pieces = tokenizer.pieces(range(tokenizer.vocab_size))
     m = translator.cfg.model
-    rows = {"test_set": name, "sentences": len(sources), "step": translator.trained.step,
+    rows = {"test_set": name, "sentences": len(source_pieces), "step": translator.trained.step,
             "model": f"{m.encoder_layers}+{m.decoder_layers} layers, dim {m.dim}, ffn {m.ffn_dim}, "
                      f"{m.num_heads} heads, vocab {tokenizer.vocab_size}, "
                      f"{'pre' if m.pre_norm else 'post'}-norm"}
@@ -279,27 +287,32 @@ def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
                "ct2_fp32": ct2_beam(ct2_translator(model, pieces, folder, n, "float32"), source_pieces),
                "ct2_int8": ct2_beam(ct2_translator(model, pieces, folder, n, "int8"), source_pieces)}
         speed, tokens = timed(fns, repeats)
-        rows[n] = {"tokens_per_s": speed, "mean_length": {k: v / len(sources) for k, v in tokens.items()}}
+        rows[n] = {"tokens_per_s": speed, "mean_length": {k: v / len(source_pieces) for k, v in tokens.items()}}
     return rows
 
 
-def profile(preset: Preset, path: Path) -> None:
-    """torch.profiler key averages of zoo's beam search on the preset, one thread."""
+def profile(preset: Preset, path: Path, run: str = "") -> None:
+    """torch.profiler key averages of zoo's beam search, one thread: on the preset (random
+    weights, full length), or on `run`'s test set (real early stopping)."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as profiler
 
     torch.set_num_threads(1)
-    src = random_batch(preset, preset.decode_batch)[0]
-    torch.manual_seed(0)
-    decode = zoo_beam(build_ours(preset).eval(), [src])
+    if run:
+        _, decode, _, name = trained_decode(run)
+        what = f"the trained run {run} on {name} (beam {BEAM}, alpha {ALPHA}, real early stopping)"
+    else:
+        src = random_batch(preset, preset.decode_batch)[0]
+        torch.manual_seed(0)
+        decode = zoo_beam(build_ours(preset).eval(), [src])
+        what = (f"beam {BEAM}, alpha {ALPHA}, source length + {EXTRA_LEN}, random weights (every "
+                f"hypothesis runs to the limit)\n# preset {asdict(preset)}")
     decode()
     with profiler(activities=[ProfilerActivity.CPU]) as prof:
         decode()
     table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=40)
-    path.write_text(f"# Profile of zoo.decode.beam_search, `{command()}`\n"
-                    f"# beam {BEAM}, alpha {ALPHA}, source length + {EXTRA_LEN}, random weights "
-                    f"(every hypothesis runs to the limit), one thread, torch {torch.__version__}\n"
-                    f"# preset {asdict(preset)}\n# machine: {cpu_model()}, load average "
+    path.write_text(f"# Profile of zoo.decode.beam_search, `{command()}`\n# {what}, one thread, "
+                    f"torch {torch.__version__}\n# machine: {cpu_model()}, load average "
                     f"{os.getloadavg()[0]:.1f} at the start\n\n{table}\n")
 
 
@@ -384,11 +397,12 @@ def main() -> None:
     parser.add_argument("--run", default="", help="also time a trained run (tasks.translation.train)")
     parser.add_argument("--train", action="store_true",
                         help="time training against Marian instead of decoding (translation_train_speed.*)")
-    parser.add_argument("--profile", default="", help="write a profile of zoo's beam search to FILE and stop")
+    parser.add_argument("--profile", default="",
+                        help="write a profile of zoo's beam search (on --run if given) to FILE and stop")
     args = parser.parse_args()
     preset = PRESETS[args.preset]
     if args.profile:
-        profile(preset, Path(args.profile))
+        profile(preset, Path(args.profile), args.run)
         return
     import ctranslate2
     import transformers
