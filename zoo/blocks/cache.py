@@ -215,7 +215,8 @@ class BeamKVCache(_Positions):
         if self._kt.requires_grad and torch.is_grad_enabled():  # out= records no gradient
             self._kt, self._v = self._kt.index_select(0, index), self._v.index_select(0, index)
             return
-        kt, v = self._kt.new_empty(len(index), *self._kt.shape[1:]), self._v.new_empty(len(index), *self._v.shape[1:])
+        kt = self._kt.new_empty(len(index), *self._kt.shape[1:])
+        v = self._v.new_empty(len(index), *self._v.shape[1:])
         torch.index_select(self._kt[:, :, :, :self.length], 0, index, out=kt[:, :, :, :self.length])
         torch.index_select(self._v[:, :, :self.length], 0, index, out=v[:, :, :self.length])
         self._kt, self._v = kt, v
