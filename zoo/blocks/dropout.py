@@ -3,7 +3,8 @@
 On CPU, `bernoulli_` (behind nn.Dropout) asks the generator for one draw per element, and that
 is slow: in profiles of the Multi30k training step (bench/results/training_profile_before.txt)
 it took 8-12% of the step, about as much as attention. Here one 64-bit draw gives four 15-bit
-uniforms, so the mask costs about a fifth as much; p is rounded to a multiple of 2**-15 (0.1 becomes 0.100006).
+uniforms, so the mask costs about a fifth as much; p is rounded to a multiple of 2**-15 (0.1
+becomes 0.100006).
 Elsewhere (CUDA) F.dropout's fused kernel is already cheap and is used as is. The masks come
 from torch's default generator, so seeding and the runner's saved RNG state govern them.
 """
