@@ -34,7 +34,8 @@ class DataConfig:
     min_paragraph_words: int = field(default=8, metadata={
         "help": "wikiextractor: shorter paragraph lines are headings or list leftovers, dropped"})
     tokenizer: str = field(default="", metadata={
-        "help": "an existing vocab.txt (a Hugging Face BERT's) ('' = train WordPiece on the "
+        "help": "an existing vocab.txt (a Hugging Face BERT's), tokenizer.json, or a directory "
+                "holding one (a zoo run, a Hugging Face checkpoint) ('' = train WordPiece on the "
                 "training documents; it is saved in the run and inside every checkpoint)"})
     lowercase: bool = field(default=True, metadata={"help": "lowercase and strip accents (uncased BERT)"})
     vocab_size: int = field(default=30522, metadata={"help": "WordPiece vocabulary to train (BERT: 30522; the built-in corpus uses its own words instead)"})

@@ -71,7 +71,7 @@ def tokenizer_for(cfg: DataConfig, run_dir: Path, documents: list[Document]) -> 
     if saved.is_file():
         return WordPieceTokenizer.from_bytes(saved.read_bytes())
     if cfg.tokenizer:
-        tokenizer = WordPieceTokenizer.from_vocab(Path(cfg.tokenizer).expanduser(), lowercase=cfg.lowercase)
+        tokenizer = WordPieceTokenizer.load(cfg.tokenizer, lowercase=cfg.lowercase)
     elif cfg.source == "synthetic":  # a closed vocabulary: every word, the same in every run
         tokenizer = WordPieceTokenizer.whole_words((s for d in documents for s in d.sentences),
                                                    lowercase=cfg.lowercase)

@@ -92,6 +92,25 @@ class WordPieceTokenizer:
         return cls(BertWordPieceTokenizer(str(path), lowercase=lowercase)._tokenizer)
 
     @classmethod
+    def load(cls, path: str | Path, *, lowercase: bool = True) -> WordPieceTokenizer:
+        """A `vocab.txt`, a `tokenizer.json` this class wrote, or a directory holding either (a
+        zoo run continued under a new schedule, a Hugging Face checkpoint)."""
+        path = Path(path).expanduser()
+        if path.is_dir():
+            found = [path / name for name in ("tokenizer.json", "vocab.txt") if (path / name).is_file()]
+            if not found:
+                raise UserError(f"{path}: holds neither tokenizer.json nor vocab.txt")
+            path = found[0]
+        if path.suffix != ".json":
+            return cls.from_vocab(path, lowercase=lowercase)
+        if not path.is_file():
+            raise UserError(f"tokenizer not found: {path}")
+        try:
+            return cls.from_bytes(path.read_bytes())
+        except Exception as error:  # tokenizers raises its own exception type on bad JSON
+            raise UserError(f"{path}: not a tokenizers JSON file ({error})") from None
+
+    @classmethod
     def from_bytes(cls, data: bytes) -> WordPieceTokenizer:
         """The tokenizer `to_bytes` wrote."""
         return cls(Tokenizer.from_str(data.decode("utf-8")))

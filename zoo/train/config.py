@@ -31,6 +31,7 @@ class TrainConfig:
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     tensorboard: bool = field(default=True, metadata={"help": "also write TensorBoard event files"})
     ema_decay: float = field(default=0.0, metadata={"help": "keep an EMA of the weights with this decay (0 = off); evaluation uses it"})
+    init_from: str = field(default="", metadata={"help": "start a new run from the model weights of this checkpoint file or run directory (its last step); optimizer, schedule and data order start afresh; ignored when resuming"})
 
 
 @dataclass

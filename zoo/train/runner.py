@@ -25,7 +25,8 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from zoo.config import UserError, to_yaml
-from zoo.train.checkpoint import CheckpointManager, load_weights, schema_name
+from zoo.train.checkpoint import (CheckpointManager, load_checkpoint, load_weights, resolve_checkpoint,
+                                  schema_name)
 from zoo.train.config import RunConfig, TrainConfig
 from zoo.train.distributed import (all_gather_objects, all_reduce_sum, barrier, broadcast_object,
                                    init_distributed)
@@ -113,6 +114,8 @@ class Runner:
         self.artifacts = task_artifacts(task)
         seed_everything(self.tc.seed)  # same initial weights on every rank
         self.model = task.build_model().to(self.run.device)
+        if self.tc.init_from:  # before the EMA copies the weights; a resume overwrites them
+            self._init_from(self.tc.init_from)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(self.model, cfg.optim)
         self.scheduler = build_schedule(self.optimizer, cfg.schedule, self.tc.max_steps)
@@ -162,6 +165,13 @@ class Runner:
                         "differ from an uninterrupted run", len(rngs), self.run.world_size)
         self._print(f"resumed from {path} at step {self.step} "
                     f"(epoch {self.position.epoch}, batch {self.position.batch})")
+
+    def _init_from(self, source: str) -> None:
+        """Weights only, as fairseq's --restore-file with --reset-optimizer: continued
+        pretraining or fine-tuning under a new schedule, which exact resume cannot give."""
+        path, _ = resolve_checkpoint(source, "last")
+        load_weights(self.model, load_checkpoint(path)["model"], path)
+        self._print(f"initialised the model from {path}")
 
     def _check_optimizer_state(self, path: Path) -> None:
         """Optimizer state is stored by parameter position, not name: a model whose parameters

@@ -6,6 +6,7 @@ import pytest
 from transformers import BertTokenizerFast
 
 from tasks.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from zoo.config import UserError
 
 TRAIN = ["The quick brown fox jumps over the lazy dog.", "Zürich lies on the Limmat river.",
          "Tokenizers split unseen words into word pieces, like unbelievably.",
@@ -38,3 +39,19 @@ def test_special_ids_and_round_trip():
     ids = ours.encode("quick rivers")  # "rivers" is unseen: "river" "##s"
     assert ours.decode(ids) == "quick rivers"
     assert [ours.is_continuation[i] for i in ids] == [False, False, True]
+
+
+def test_load_reads_a_json_a_vocab_or_a_directory_holding_one(tmp_path):
+    ours = WordPieceTokenizer.train(TRAIN, vocab_size=200, lowercase=False, min_frequency=1)
+    run, checkpoint = tmp_path / "run", tmp_path / "hf"
+    run.mkdir(), checkpoint.mkdir()
+    (run / "tokenizer.json").write_bytes(ours.to_bytes())
+    (checkpoint / "vocab.txt").write_text(ours.vocab_text())
+    expected = ours.encode_batch(PROBES)
+    for source in (run, run / "tokenizer.json", checkpoint, checkpoint / "vocab.txt"):
+        assert WordPieceTokenizer.load(source, lowercase=False).encode_batch(PROBES) == expected, source
+    (run / "tokenizer.json").write_text("{not json")
+    with pytest.raises(UserError, match="tokenizer.json: not a tokenizers JSON"):
+        WordPieceTokenizer.load(run)
+    with pytest.raises(UserError, match="neither tokenizer.json nor vocab.txt"):
+        WordPieceTokenizer.load(tmp_path)

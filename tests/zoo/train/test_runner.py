@@ -191,3 +191,24 @@ def test_resume_refuses_optimizer_state_of_another_model(tiny_cfg):
     with pytest.raises(UserError, match="different model definition"):
         fit(tiny_cfg, ToyTask(tiny_cfg))
 
+
+
+def test_init_from_starts_from_the_weights_with_a_fresh_optimizer(tiny_cfg, tmp_path):
+    source = copy.deepcopy(tiny_cfg)
+    source.train.out_dir, source.train.max_steps = str(tmp_path / "source"), 20
+    fit(source, ToyTask(source))
+    frozen = copy.deepcopy(tiny_cfg)  # lr 0: the weights it ends with are the ones it started from
+    frozen.train.out_dir, frozen.train.max_steps = str(tmp_path / "frozen"), 2
+    frozen.train.init_from, frozen.optim = str(tmp_path / "source"), OptimConfig(name="adam", lr=0.0)
+    fit(frozen, ToyTask(frozen))
+    trained, started = final_weights(tmp_path / "source"), final_weights(tmp_path / "frozen")
+    for name in trained:
+        torch.testing.assert_close(started[name], trained[name], rtol=0, atol=0)
+    state = load_checkpoint(step_checkpoints(tmp_path / "frozen" / "checkpoints")[-1])
+    assert state["step"] == 2  # a new run, not a resume of the source's 20 steps
+
+
+def test_init_from_a_missing_run_names_it(tiny_cfg, tmp_path):
+    tiny_cfg.train.init_from = str(tmp_path / "nowhere")
+    with pytest.raises(UserError, match="nowhere"):
+        fit(tiny_cfg, ToyTask(tiny_cfg))
