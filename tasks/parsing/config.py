@@ -36,11 +36,22 @@ class ModelConfig:
     char_dim: int = field(default=32, metadata={
         "help": "chart: character embedding width of the character CNN added to word embeddings (0 = words only)"})
     label_hidden: int = field(default=256, metadata={"help": "chart: hidden width of the span label MLP"})
+    word_pointer: bool = field(default=False, metadata={
+        "help": "seq2seq: add the encoder's state of the next word to attach (the count of XX so "
+                "far) to every decoder input; not in the paper (see tasks/parsing/model.py)"})
+    pretrained: str = field(default="", metadata={
+        "help": "chart: a pretrained BERT that reads the words too, fine-tuned with the parser "
+                "(Kitaev et al. 2019): a tasks.bert run directory or checkpoint, a Hugging Face BERT "
+                "directory or hub name ('' = none); it is saved inside the parser's checkpoints"})
 
     def check(self) -> None:
         check_model_values(self)
         if self.kind not in KINDS:
             raise Invalid("kind", f"{self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.word_pointer and self.kind != "seq2seq":
+            raise Invalid("word_pointer", "only the seq2seq parser has a word pointer")
+        if self.pretrained and self.kind != "chart":
+            raise Invalid("pretrained", "only the chart parser reads a pretrained BERT")
         if self.dim % 2:
             raise Invalid("dim", f"must be even (the chart parser splits it in two halves), not {self.dim}")
 

@@ -23,6 +23,7 @@ from torch import Tensor
 from tasks.parsing.config import DataConfig
 from tasks.parsing.grammar import grammar_treebank
 from tasks.parsing.linearize import WORD, BracketSymbols, linearize
+from tasks.parsing.pieces import BertSpec, WordPieces
 from tasks.parsing.spans import tree_spans
 from tasks.parsing.trees import SPLITS, is_phrase, load_trees, split_files
 from zoo.config import UserError
@@ -60,34 +61,40 @@ def _index(items: list[str]) -> dict[str, int]:
 @dataclass
 class Vocab:
     """Id tables: words and characters (specials first), part-of-speech tags, chart labels
-    (index 0 = "", no constituent) and seq2seq tree symbols (specials, XX, then (X and )X)."""
+    (index 0 = "", no constituent) and seq2seq tree symbols (specials, XX, then (X and )X);
+    and, when the chart parser reads a pretrained BERT too, that BERT's `BertSpec` as a dict."""
 
     words: list[str]
     chars: list[str]
     tags: list[str]
     labels: list[str]
     phrase_labels: list[str]
+    bert: dict | None = None
 
     def __post_init__(self) -> None:
         self.word_index, self.char_index = _index(self.words), _index(self.chars)
+        self.bert_spec = BertSpec.from_dict(self.bert) if self.bert else None
+        self.pieces = WordPieces(self.bert_spec) if self.bert_spec else None
         self.tag_index, self.label_index = _index(self.tags), _index(self.labels)
         self.symbols = SPECIALS + [WORD] + [f"({x}" for x in self.phrase_labels] + \
             [f"){x}" for x in self.phrase_labels]
         self.symbol_index = _index(self.symbols)
 
     @classmethod
-    def build(cls, trees: list[Tree]) -> Vocab:
+    def build(cls, trees: list[Tree], bert: BertSpec | None = None) -> Vocab:
         words = Counter(w for t in trees for w in t.leaves())
         chars = Counter(c for w in words for c in w)
         tags = sorted({tag for t in trees for _, tag in t.pos()})
         labels = sorted({label for t in trees for _, _, label in tree_spans(t)})
         phrases = sorted({s.label() for t in trees for s in t.subtrees() if is_phrase(s)})
         by_count = sorted(words, key=lambda w: (-words[w], w))
-        return cls(SPECIALS + by_count, SPECIALS + sorted(chars), tags, [""] + labels, phrases)
+        return cls(SPECIALS + by_count, SPECIALS + sorted(chars), tags, [""] + labels, phrases,
+                   bert.to_dict() if bert else None)
 
     def to_json(self) -> bytes:
         return json.dumps({"words": self.words, "chars": self.chars, "tags": self.tags,
-                           "labels": self.labels, "phrase_labels": self.phrase_labels}).encode()
+                           "labels": self.labels, "phrase_labels": self.phrase_labels,
+                           "bert": self.bert}).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Vocab:
@@ -135,11 +142,18 @@ def pad_rows(rows: list[list[int]], value: int = SPECIAL_IDS.pad) -> Tensor:
 
 @dataclass
 class ChartInput:
-    """words (B, T) BOS + ids + EOS, padded; chars (B, T, C); lengths (B,) words per sentence."""
+    """words (B, T) BOS + ids + EOS, padded; chars (B, T, C); lengths (B,) words per sentence;
+    with a BERT, pieces (B, P) and the piece each position reads, first (B, T) (tasks.parsing.pieces)."""
 
     words: Tensor
     chars: Tensor
     lengths: Tensor
+    pieces: Tensor | None = None
+    first: Tensor | None = None
+
+    def model_inputs(self, device: torch.device | None = None) -> tuple[Tensor | None, ...]:
+        """The arguments of ChartParser.forward."""
+        return tuple(None if x is None else x.to(device) for x in (self.words, self.chars, self.pieces, self.first))
 
 
 def chart_input(sentences: list[list[str]], vocab: Vocab, word_ids: list[list[int]] | None = None) -> ChartInput:
@@ -152,7 +166,8 @@ def chart_input(sentences: list[list[str]], vocab: Vocab, word_ids: list[list[in
     for b, sentence in enumerate(spelled):
         for t, word in enumerate(sentence):
             chars[b, t, :len(word)] = torch.tensor(word)
-    return ChartInput(words, chars, torch.tensor([len(s) for s in sentences]))
+    pieces = vocab.pieces.batch(sentences) if vocab.pieces else (None, None)
+    return ChartInput(words, chars, torch.tensor([len(s) for s in sentences]), *pieces)
 
 
 @dataclass

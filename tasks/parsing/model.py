@@ -9,6 +9,10 @@ differences [f_j - f_i ; b_i - b_j]. A two-layer MLP scores every non-empty labe
 the empty label scores 0. Part-of-speech tags come from a linear classifier on each word's
 output, not from the span classifier (as in Kitaev et al., 2019).
 
+With a pretrained BERT (`model.pretrained`), its last layer at each word's first WordPiece,
+projected to D, is added to the word's input, and the BERT is fine-tuned with the parser (Kitaev
+et al., 2019, keep the self-attentive layers above it as well).
+
 Shape key: B sentences, T = n + 2 input positions, n words, D model dim, L labels, K tags.
 """
 
@@ -19,9 +23,12 @@ from torch import Tensor, nn
 
 from tasks.parsing.config import KINDS, ModelConfig
 from tasks.parsing.data import Vocab
+from tasks.parsing.linearize import WORD
 from zoo.blocks import Encoder, LayerSpec, SequenceEmbedding, init_transformer_, padding_mask
 from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS
+from zoo.blocks.cache import DecoderCache
+from zoo.models.bert import Bert, build_bert
 from zoo.models.encoder_decoder import ModelConfig as TransformerConfig
 from zoo.models.encoder_decoder import Transformer
 from zoo.models.encoder_decoder import build_model as build_transformer
@@ -42,26 +49,47 @@ class CharCNN(nn.Module):
         return x.max(dim=-1).values.nan_to_num(neginf=0.0).view(b, t, -1)
 
 
+class BertReader(nn.Module):
+    """pieces (B, P), first (B, T) -> (B, T, D): a BERT's last layer at the given pieces,
+    projected. Holds the BERT's embeddings and encoder only (its heads have nothing to learn here)."""
+
+    def __init__(self, bert: Bert, dim: int) -> None:
+        super().__init__()
+        self.embeddings, self.encoder, self.pad_id = bert.embeddings, bert.encoder, bert.pad_id
+        self.project = nn.Linear(bert.embeddings.tokens.weight.shape[1], dim)
+
+    def forward(self, pieces: Tensor, first: Tensor) -> Tensor:
+        x = self.embeddings(pieces, torch.zeros_like(pieces))
+        h = self.encoder(x, pad_mask=(pieces != self.pad_id)[:, None, None, :])
+        return self.project(h.gather(1, first[..., None].expand(-1, -1, h.shape[-1])))
+
+
 class ChartParser(nn.Module):
     """Span label scores (B, n+1, n+1, L) with label 0 = empty fixed at 0, and tag logits (B, n, K).
 
     Args:
         embed: word ids -> (B, T, D) with positions. chars: a CharCNN or None.
         encoder: the self-attentive encoder. label_mlp: (.., D) span -> (.., L - 1).
-        tagger: (.., D) word -> (.., K).
+        tagger: (.., D) word -> (.., K). bert: a BertReader or None.
     """
 
     def __init__(self, embed: SequenceEmbedding, chars: CharCNN | None, encoder: Encoder,
-                 label_mlp: nn.Module, tagger: nn.Linear, *, max_len: int) -> None:
+                 label_mlp: nn.Module, tagger: nn.Linear, *, max_len: int, bert: BertReader | None = None) -> None:
         super().__init__()
         self.embed, self.chars, self.encoder = embed, chars, encoder
         self.label_mlp, self.tagger = label_mlp, tagger
         self.max_len = max_len
+        self.bert = bert
 
-    def forward(self, words: Tensor, chars: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, words: Tensor, chars: Tensor, pieces: Tensor | None = None,
+                first: Tensor | None = None) -> tuple[Tensor, Tensor]:
         x = self.embed(words)
         if self.chars is not None:
             x = x + self.chars(chars)
+        if self.bert is not None:
+            if pieces is None or first is None:
+                raise ValueError("this parser reads a BERT: give the sentences' pieces (ChartInput.model_inputs)")
+            x = x + self.bert(pieces, first)
         h = self.encoder(x, pad_mask=padding_mask(words, SPECIAL_IDS.pad))
         half = h.shape[-1] // 2
         forward, backward = h[:, :-1, :half], h[:, 1:, half:]  # fenceposts 0..n: (B, n+1, D/2)
@@ -70,6 +98,65 @@ class ChartParser(nn.Module):
         labels = self.label_mlp(spans)
         scores = torch.cat([labels.new_zeros(*labels.shape[:-1], 1), labels], dim=-1)
         return scores, self.tagger(h[:, 1:-1])
+
+
+class PointerCache:
+    """A decoder KV cache plus what the word pointer needs between steps: the source states
+    (the first call's memory, B sources), each source's EOS position, and each row's count of
+    words attached so far (N rows, g consecutive rows per source)."""
+
+    def __init__(self, inner: DecoderCache) -> None:
+        self.inner = inner
+        self.words: Tensor | None = None
+        self.last: Tensor | None = None
+        self.counts: Tensor | None = None
+
+    def reorder(self, index: Tensor) -> None:
+        self.inner.reorder(index)
+        self.counts = self.counts.index_select(0, index)
+
+    def select_sources(self, index: Tensor) -> None:
+        self.inner.select_sources(index)
+        self.words, self.last = self.words.index_select(0, index), self.last.index_select(0, index)
+
+
+class PointerTransformer(Transformer):
+    """The paper's encoder-decoder with a word pointer (`model.word_pointer`; not in the paper).
+
+    The decoder must find where in the sentence it is from attention alone: with `XX` for every
+    word, the next word to attach is the number of `XX` emitted so far, a count that 3,098
+    training trees do not teach cross-attention (the plain model's parses ignore the sentence).
+    Here every decoder input also gets the encoder's state of that next word (the EOS state once
+    all are attached), projected: the buffer front of a shift-reduce parser. It is a function of
+    the prefix, so teacher forcing, cached decoding and constrained beam search see the same.
+    """
+
+    def __init__(self, base: Transformer, word_id: int) -> None:
+        super().__init__(base.src_embed, base.tgt_embed, base.encoder, base.decoder, base.output,
+                         pad_idx=base.pad_idx, max_len=base.max_len)
+        self.word_id = word_id
+        dim = base.output.weight.shape[1]
+        self.pointer = nn.Linear(dim, dim)
+
+    def new_cache(self, beams: int = 1) -> PointerCache:
+        return PointerCache(super().new_cache(beams))
+
+    def decoder_states(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
+                       cache: PointerCache | None = None) -> Tensor:
+        attached = (tgt_in == self.word_id).cumsum(dim=1)  # (N, T) words attached up to each input
+        if cache is None:
+            words, last, inner, offset = memory, memory_mask.flatten(1).sum(-1) - 1, None, 0
+        else:
+            if memory is not None:  # the first call: keep the sources for the later steps
+                cache.words, cache.last = memory, memory_mask.flatten(1).sum(-1) - 1
+                cache.counts = attached.new_zeros(len(tgt_in))
+            attached = attached + cache.counts[:, None]
+            cache.counts = attached[:, -1]
+            words, last, inner, offset = cache.words, cache.last, cache.inner, cache.inner.offset
+        source = torch.arange(len(tgt_in), device=tgt_in.device) // (len(tgt_in) // len(words))
+        position = torch.minimum(attached, last[source, None])
+        x = self.tgt_embed(tgt_in, offset) + self.pointer(words[source[:, None], position])
+        return self.decoder(x, memory, memory_mask=memory_mask, cache=inner)
 
 
 def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
@@ -82,7 +169,8 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
             ffn_dim=cfg.ffn_dim, num_heads=cfg.num_heads, dropout=cfg.dropout,
             attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm, positions=cfg.positions,
             max_len=cfg.max_len, share_embeddings=False)  # words in, tree symbols out
-        return build_transformer(transformer, len(vocab.words), len(vocab.symbols), SPECIAL_IDS.pad)
+        model = build_transformer(transformer, len(vocab.words), len(vocab.symbols), SPECIAL_IDS.pad)
+        return PointerTransformer(model, vocab.symbol_index[WORD]) if cfg.word_pointer else model
     spec = LayerSpec(cfg.dim, cfg.num_heads, cfg.ffn_dim, dropout=cfg.dropout,
                      attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm)
     embed = SequenceEmbedding(len(vocab.words), cfg.dim, max_len=cfg.max_len, padding_idx=SPECIAL_IDS.pad,
@@ -91,5 +179,8 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
     encoder = init_transformer_(Encoder.uniform(cfg.encoder_layers, spec))
     label_mlp = nn.Sequential(nn.Linear(cfg.dim, cfg.label_hidden), nn.LayerNorm(cfg.label_hidden),
                               nn.ReLU(), nn.Linear(cfg.label_hidden, len(vocab.labels) - 1))
+    pretrained = vocab.bert_spec
+    bert = (BertReader(build_bert(pretrained.config, pretrained.vocab_size, pretrained.pad_id), cfg.dim)
+            if pretrained else None)
     return ChartParser(embed, chars, encoder, label_mlp, nn.Linear(cfg.dim, len(vocab.tags)),
-                       max_len=cfg.max_len)
+                       max_len=cfg.max_len, bert=bert)

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> list[str]:
             raise UserError("--scores_png: only the chart parser scores spans")
         x = chart_input(sentences[:1], parser.vocab)
         with evaluation(parser.model, parser.precision) as model:
-            scores, _ = model(x.words, x.chars)
+            scores, _ = model(*x.model_inputs())
         path = plot_span_scores(scores[0].float().cpu(), sentences[0], parser.vocab.labels, Path(options.scores_png),
                                 title="chart parser: best label score of every span")
         print(f"wrote {path}", file=sys.stderr)

@@ -28,7 +28,9 @@ from tasks.parsing.data import (VOCAB_ARTIFACT, ChartBatch, Encoded, Seq2SeqBatc
 from tasks.parsing.evalb import EvalbResult, evalb
 from tasks.parsing.linearize import allowed_next, delinearize
 from tasks.parsing.model import build_model
+from tasks.parsing.pieces import BertSpec
 from tasks.parsing.spans import spans_tree
+from tasks.bert.hf import load_bert
 from zoo.data.batching import shard, token_batches
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search, decode_sorted, greedy_search
@@ -54,10 +56,12 @@ def hinge_loss(scores: Tensor, gold: list[list[tuple[int, int, int]]], lengths: 
     return F.relu(predicted.scores - span_sum(scores, gold)).sum()
 
 
-def too_long(words: list[str], cfg: ParsingConfig) -> bool:
-    """More words than the model's position table holds (with the markers, or the shortest tree)."""
+def too_long(words: list[str], cfg: ParsingConfig, vocab: Vocab) -> bool:
+    """More words than the model's position table holds (with the markers, or the shortest tree),
+    or more WordPieces than its BERT's."""
     extra = 2 if cfg.model.kind == "chart" else 3  # BOS/EOS; or '(X' + ')X' + EOS on the target side
-    return len(words) + extra > cfg.model.max_len
+    pieces = vocab.pieces is not None and vocab.pieces.length(words) > vocab.pieces.max_len
+    return pieces or len(words) + extra > cfg.model.max_len
 
 
 def chart_parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], max_tokens: int) -> list[Tree]:
@@ -67,7 +71,7 @@ def chart_parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], max_
     for indices in token_batches(lengths, lengths, max(max_tokens, max(lengths)), shuffle=False):
         batch = [sentences[i] for i in indices]
         x = chart_input(batch, vocab)
-        scores, tag_logits = model(x.words.to(device), x.chars.to(device))
+        scores, tag_logits = model(*x.model_inputs(device))
         result = cky(forbid_empty_root(scores.float(), x.lengths.to(device)), x.lengths)
         for i, words, spans, tags in zip(indices.tolist(), batch, result.spans, tag_logits.argmax(-1).tolist()):
             labelled = [(s, e, vocab.labels[label]) for s, e, label in spans]
@@ -108,12 +112,12 @@ def parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], cfg: Parsi
         tags: the tags of the leaves the parser does not tag (the seq2seq parser's, and those of
             unparsed sentences); XX when None.
     """
-    keep = [k for k, s in enumerate(sentences) if s and not too_long(s, cfg)]
+    keep = [k for k, s in enumerate(sentences) if s and not too_long(s, cfg, vocab)]
     kept = set(keep)
     for k, s in enumerate(sentences):
         if k not in kept:
-            print(f"sentence {k + 1}: {len(s)} words, more than model.max_len={cfg.model.max_len} allows "
-                  "(or none): left unparsed", file=sys.stderr)
+            print(f"sentence {k + 1}: {len(s)} words, more than model.max_len={cfg.model.max_len} "
+                  "(or the BERT's positions) allows, or none: left unparsed", file=sys.stderr)
     trees = [Tree("TOP", [Tree(tags[k][i] if tags else "XX", [w]) for i, w in enumerate(s)])
              for k, s in enumerate(sentences)]
     chosen = [sentences[k] for k in keep]
@@ -156,12 +160,19 @@ class ParsingTask:
         self.treebank = self.treebank or load_treebank(self.cfg.data)
         limit = self.cfg.data.max_train_words
         train = [t for t in self.treebank["train"] if not limit or len(t.leaves()) <= limit]
-        self.vocab = Vocab.build(train)
+        self.bert = load_bert(self.cfg.model.pretrained) if self.cfg.model.pretrained else None
+        spec = None
+        if self.bert is not None:
+            spec = BertSpec(self.bert.config, self.bert.model.vocab_size, self.bert.model.pad_id,
+                            self.bert.tokenizer.to_bytes().decode("utf-8"))
+        self.vocab = Vocab.build(train, spec)
         self.examples: list[Encoded] = [encode(t, self.vocab) for t in train]
-        fits = [max(n, m) <= self.cfg.model.max_len for n, m in zip(*self._lengths())]
+        fits = [max(n, m) <= self.cfg.model.max_len and not too_long(ex.words, self.cfg, self.vocab)
+                for ex, n, m in zip(self.examples, *self._lengths())]
         if not all(fits):
             print(f"dropped {fits.count(False)} training trees longer than model.max_len="
-                  f"{self.cfg.model.max_len} (with markers or as tree symbols)", file=sys.stderr)
+                  f"{self.cfg.model.max_len} (with markers or as tree symbols) or than the BERT's positions",
+                  file=sys.stderr)
             self.examples = [ex for ex, fit in zip(self.examples, fits) if fit]
         counts = torch.bincount(torch.tensor([w for ex in self.examples for w in ex.word_ids]),
                                 minlength=len(self.vocab.words))
@@ -171,7 +182,11 @@ class ParsingTask:
         return {VOCAB_ARTIFACT: self.vocab.to_json()}
 
     def build_model(self) -> nn.Module:
-        return build_model(self.cfg.model, self.vocab)
+        model = build_model(self.cfg.model, self.vocab)
+        if self.bert is not None:  # the pretrained weights; everything else starts fresh
+            model.bert.embeddings.load_state_dict(self.bert.model.embeddings.state_dict())
+            model.bert.encoder.load_state_dict(self.bert.model.encoder.state_dict())
+        return model
 
     def _lengths(self) -> tuple[list[int], list[int]]:
         words = [len(ex.words) + (2 if self.cfg.model.kind == "chart" else 1) for ex in self.examples]
@@ -197,7 +212,7 @@ class ParsingTask:
         if isinstance(batch, Seq2SeqBatch):
             sums = model(batch.src, batch.tgt_in, batch.tgt_out, smoothing=self.cfg.label_smoothing)
             return {"loss": Term(sums.loss, {"nll": sums.nll})}
-        scores, tag_logits = model(batch.input.words, batch.input.chars)
+        scores, tag_logits = model(*batch.input.model_inputs())
         lengths = batch.input.lengths
         tag = F.cross_entropy(tag_logits.float().flatten(0, 1), batch.tags.flatten(), reduction="sum")
         correct = ((tag_logits.argmax(-1) == batch.tags) & (batch.tags >= 0)).sum()
