@@ -18,7 +18,7 @@ import torch
 from tasks.translation.data import cut_to_positions
 from tasks.translation.inference import (TrainedModelOptions, check_writable, load_translator,
                                          precision_of)
-from tasks.translation.plot import plot_cross_attention
+from zoo.plot import plot_cross_attention
 from tasks.translation.task import translate_ids
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli

@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import matplotlib.image
 import pytest
 from nltk import Tree
 
@@ -63,3 +64,28 @@ def test_evaluate_writes_ptb_trees_and_scores(run_dir: Path, tmp_path: Path) -> 
     assert len(predicted) == len(gold) == result["sentences"] == 5
     assert [Tree.fromstring(p).leaves() for p in predicted] == [Tree.fromstring(g).leaves() for g in gold]
     assert json.loads((tmp_path / "test.json").read_text())["f1"] == result["f1"]
+
+
+@pytest.fixture(scope="module")
+def seq2seq_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("seq2seq")
+    train.main([f"--train.out_dir={out}", "--train.max_steps=2", "--train.eval_every=0", "--train.save_every=0",
+                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1", "--model.kind=seq2seq",
+                "--model.word_pointer=true", "--decode.beam_size=2", "--data.grammar_sizes=[40,5,5]",
+                "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1", "--model.decoder_layers=2"])
+    return out
+
+
+def test_parse_draws_the_seq2seq_cross_attention(seq2seq_run: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("The dog saw a cat .\n"))
+    png = tmp_path / "attention.png"
+    [line] = parse.main([str(seq2seq_run), f"--attention_png={png}", "--pretokenized", "--threads=1"])
+    assert Tree.fromstring(line).leaves() == ["The", "dog", "saw", "a", "cat", "."]
+    height, width, _ = matplotlib.image.imread(png).shape
+    assert height > width  # 2 layers of (symbols + EOS) rows over 4 heads of 7 source columns
+
+
+def test_a_picture_for_the_other_parser_kind_is_refused_before_parsing(run_dir: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        parse.main([str(run_dir), "--attention_png=x.png", "--threads=1"])
+    assert stop.value.code == 2 and "only for the seq2seq parser" in capsys.readouterr().err

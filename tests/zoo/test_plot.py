@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from zoo.models import ModelConfig, build_model
-from tasks.translation.plot import DPI, figure_size, plot_cross_attention
+from zoo.plot import DPI, figure_size, plot_cross_attention
 
 BOS = 2
 

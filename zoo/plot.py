@@ -1,4 +1,5 @@
-"""Cross-attention maps of a translation: one heatmap per decoder layer and head.
+"""Cross-attention maps of an encoder-decoder's output (a translation, a linearized tree): one
+heatmap per decoder layer and head.
 
 Rows of the grid are decoder layers (first at the top), columns are heads; in each heatmap the
 x axis is the source tokens and the y axis the target tokens being predicted.
