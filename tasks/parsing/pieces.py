@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from tasks.bert.hf import LoadedBert
 from tasks.bert.tokenizer import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig
 
@@ -41,6 +42,11 @@ class BertSpec:
     vocab_size: int
     pad_id: int
     tokenizer_json: str
+
+    @classmethod
+    def of(cls, loaded: LoadedBert) -> BertSpec:
+        return cls(loaded.config, loaded.model.vocab_size, loaded.model.pad_id,
+                   loaded.tokenizer.to_bytes().decode("utf-8"))
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "config": dataclasses.asdict(self.config)}

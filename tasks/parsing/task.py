@@ -22,6 +22,7 @@ from nltk import Tree
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from tasks.bert.hf import load_bert
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import (VOCAB_ARTIFACT, ChartBatch, Encoded, Seq2SeqBatch, Vocab, chart_input, collate, encode,
                                 load_treebank, pad_rows, replace_rare)
@@ -30,7 +31,6 @@ from tasks.parsing.linearize import allowed_next, delinearize
 from tasks.parsing.model import build_model
 from tasks.parsing.pieces import BertSpec
 from tasks.parsing.spans import spans_tree
-from tasks.bert.hf import load_bert
 from zoo.data.batching import shard, token_batches
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search, decode_sorted, greedy_search
@@ -161,11 +161,7 @@ class ParsingTask:
         limit = self.cfg.data.max_train_words
         train = [t for t in self.treebank["train"] if not limit or len(t.leaves()) <= limit]
         self.bert = load_bert(self.cfg.model.pretrained) if self.cfg.model.pretrained else None
-        spec = None
-        if self.bert is not None:
-            spec = BertSpec(self.bert.config, self.bert.model.vocab_size, self.bert.model.pad_id,
-                            self.bert.tokenizer.to_bytes().decode("utf-8"))
-        self.vocab = Vocab.build(train, spec)
+        self.vocab = Vocab.build(train, BertSpec.of(self.bert) if self.bert else None)
         self.examples: list[Encoded] = [encode(t, self.vocab) for t in train]
         fits = [max(n, m) <= self.cfg.model.max_len and not too_long(ex.words, self.cfg, self.vocab)
                 for ex, n, m in zip(self.examples, *self._lengths())]

@@ -7,7 +7,7 @@ import shutil
 import pytest
 import torch
 
-from tasks.bert.hf import LoadedBert, write_hf_directory
+from tasks.bert.hf import LoadedBert, read_hf_directory, write_hf_directory
 from tasks.bert.tokenizer import WordPieceTokenizer
 from tasks.parsing.data import chart_input
 from tasks.parsing.inference import TrainedParserOptions, load_parser
@@ -30,13 +30,9 @@ def bert_dir(handful, tmp_path):
     return write_hf_directory(LoadedBert(model.eval(), tokenizer, BERT, tmp_path), tmp_path / "bert")
 
 
-def spec_of(tokenizer: WordPieceTokenizer) -> BertSpec:
-    return BertSpec(BERT, tokenizer.vocab_size, tokenizer.pad_id, tokenizer.to_bytes().decode())
-
-
 def test_every_word_reads_its_first_piece_and_the_markers_read_cls_and_sep(bert_dir) -> None:
-    tokenizer = WordPieceTokenizer.load(bert_dir)
-    pieces = WordPieces(spec_of(tokenizer))
+    loaded = read_hf_directory(bert_dir)
+    tokenizer, pieces = loaded.tokenizer, WordPieces(BertSpec.of(loaded))
     sentences = [["-LRB-", "dogs", "barked", "1\\/2", "-RRB-", "``"], ["cats"]]
     ids, first = pieces.batch(sentences)
     for b, words in enumerate(sentences):
