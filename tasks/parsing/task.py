@@ -25,7 +25,7 @@ from torch.nn import functional as F
 from tasks.bert.hf import load_bert
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import (VOCAB_ARTIFACT, ChartBatch, Encoded, Seq2SeqBatch, Vocab, chart_input, collate, encode,
-                                load_treebank, pad_rows, replace_rare)
+                                load_treebank, replace_rare)
 from tasks.parsing.evalb import EvalbResult, evalb
 from tasks.parsing.linearize import allowed_next, delinearize
 from tasks.parsing.model import build_model

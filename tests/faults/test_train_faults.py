@@ -83,7 +83,7 @@ def test_sigterm_saves_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path,
         pytest.skip(f"the machine was too fast to stop before step 12 (stopped at {stopped_at})")
     resumed = train(out, "--train.max_steps=12")
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resumed from" in resumed.stdout + resumed.stderr
+    assert "resumed from" in resumed.stdout + resumed.stderr
     assert_same_weights(final_weights(out), final_weights(uninterrupted))
 
 

@@ -47,7 +47,7 @@ def span_sum(scores: Tensor, spans: list[list[Span]]) -> Tensor:
 @torch.no_grad()
 def _fill(best: Tensor) -> Tensor:
     """The chart's split points (B, n+1, n+1): split[b, i, j] = the best k of span (i, j)."""
-    batch, size = best.shape[0], best.shape[1]
+    size = best.shape[1]
     n = size - 1
     chart = torch.zeros_like(best)
     split = torch.zeros(best.shape, dtype=torch.long, device=best.device)

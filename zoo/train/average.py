@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import torch
 from torch import Tensor
 
 from zoo.cli import main_guard

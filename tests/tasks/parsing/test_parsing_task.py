@@ -7,7 +7,6 @@ import torch
 from nltk import Tree
 
 from tasks.parsing.data import Vocab
-from tasks.parsing.linearize import delinearize
 from tasks.parsing.model import build_model
 from tasks.parsing.task import ParsingTask, hinge_loss, parse, score_trees
 from tests.tasks.parsing.conftest import tiny_config

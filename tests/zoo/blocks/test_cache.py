@@ -34,7 +34,7 @@ def test_cross_cache_is_set_once_and_selected_by_source():
 
 
 def test_reorder_keeps_histories_and_growth_continues_after_it():
-    cache, ks = KVCache(), []
+    cache = KVCache()
     for step in range(20):  # reorders before and after the first growth (capacity 16)
         k, v = _kv(3, 1, step)
         history = cache.append(k, v)[0].clone()

@@ -7,7 +7,6 @@ import functools
 import pytest
 import torch
 
-from zoo.data.special import SPECIAL_IDS
 from zoo.decode.cky import cky, span_sum
 
 
