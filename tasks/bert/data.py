@@ -9,7 +9,7 @@ from tasks.bert.config import SOURCES, DataConfig
 from tasks.bert.corpus import synthetic_documents
 from tasks.bert.documents import Document, read_documents, wiki_files
 from tasks.bert.examples import PretrainingExamples, TokenizedCorpus
-from tasks.bert.tokenizer import WordPieceTokenizer
+from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.config import UserError
 from zoo.data.paths import resolve_data_dir, write_atomic
 

@@ -55,7 +55,7 @@ _PAIRS, _MASKS = 0, 1  # keep the pair and masking random streams apart
 
 
 class Vocabulary(Protocol):
-    """What examples need of a tokenizer (tasks.bert.tokenizer.WordPieceTokenizer has it)."""
+    """What examples need of a tokenizer (zoo.data.wordpiece.WordPieceTokenizer has it)."""
 
     pad_id: int
     cls_id: int

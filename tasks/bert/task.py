@@ -13,7 +13,7 @@ from torch import nn
 from tasks.bert.config import BertPretrainingConfig
 from tasks.bert.data import EVAL_SEED, TOKENIZER_FILE, load_documents, make_examples, tokenizer_for
 from tasks.bert.examples import IGNORE_INDEX, Batch, PretrainingExamples
-from tasks.bert.tokenizer import WordPieceTokenizer
+from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import Bert, PretrainingLogits, build_bert
 from zoo.train import RunContext, Term, move_to
 

@@ -41,8 +41,8 @@ class ModelConfig:
                 "far) to every decoder input; not in the paper (see tasks/parsing/model.py)"})
     pretrained: str = field(default="", metadata={
         "help": "chart: a pretrained BERT that reads the words too, fine-tuned with the parser "
-                "(Kitaev et al. 2019): a tasks.bert run directory or checkpoint, a Hugging Face BERT "
-                "directory or hub name ('' = none); it is saved inside the parser's checkpoints"})
+                "(Kitaev et al. 2019): a Hugging Face BERT directory or hub name (a tasks.bert run: "
+                "python -m tasks.bert.export RUN DIR first) ('' = none); it is saved inside the parser's checkpoints"})
 
     def check(self) -> None:
         check_model_values(self)

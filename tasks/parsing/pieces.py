@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from tasks.bert.hf import LoadedBert
-from tasks.bert.tokenizer import WordPieceTokenizer
+from zoo.models.bert_hf import LoadedBert
+from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig
 
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",

@@ -22,7 +22,6 @@ from nltk import Tree
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from tasks.bert.hf import load_bert
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import (VOCAB_ARTIFACT, ChartBatch, Encoded, Seq2SeqBatch, Vocab, chart_input, collate, encode,
                                 load_treebank, replace_rare)
@@ -36,6 +35,7 @@ from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search, decode_sorted, greedy_search
 from zoo.decode.cky import cky, span_sum
 from zoo.decode.state import max_lengths
+from zoo.models.bert_hf import load_hf_bert
 from zoo.train import RunContext, Term
 
 
@@ -160,7 +160,7 @@ class ParsingTask:
         self.treebank = self.treebank or load_treebank(self.cfg.data)
         limit = self.cfg.data.max_train_words
         train = [t for t in self.treebank["train"] if not limit or len(t.leaves()) <= limit]
-        self.bert = load_bert(self.cfg.model.pretrained) if self.cfg.model.pretrained else None
+        self.bert = load_hf_bert(self.cfg.model.pretrained) if self.cfg.model.pretrained else None
         self.vocab = Vocab.build(train, BertSpec.of(self.bert) if self.bert else None)
         self.examples: list[Encoded] = [encode(t, self.vocab) for t in train]
         fits = [max(n, m) <= self.cfg.model.max_len and not too_long(ex.words, self.cfg, self.vocab)

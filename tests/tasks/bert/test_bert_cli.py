@@ -12,9 +12,10 @@ from transformers import BertForPreTraining, BertTokenizerFast, pipeline
 
 from tasks.bert import evaluate, export, fill_mask, train
 from tasks.bert.config import BertPretrainingConfig
-from tasks.bert.hf import load_bert, read_hf_directory
+from tasks.bert.hf import load_bert
 from zoo.config import UserError, load_config
 from zoo.models.bert import BertModelConfig, build_bert
+from zoo.models.bert_hf import read_hf_directory
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "bert"
 TINY = ["--model.num_layers=1", "--model.dim=32", "--model.num_heads=2", "--model.ffn_dim=64",

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from tasks.bert.corpus import synthetic_documents
 from tasks.bert.examples import IGNORE_INDEX
 from tasks.bert.task import BertTask
-from tasks.bert.tokenizer import WordPieceTokenizer
+from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig
 from zoo.train import OptimConfig, ScheduleConfig, fit
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints

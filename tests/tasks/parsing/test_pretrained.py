@@ -7,8 +7,8 @@ import shutil
 import pytest
 import torch
 
-from tasks.bert.hf import LoadedBert, read_hf_directory, write_hf_directory
-from tasks.bert.tokenizer import WordPieceTokenizer
+from zoo.models.bert_hf import LoadedBert, read_hf_directory, write_hf_directory
+from zoo.data.wordpiece import WordPieceTokenizer
 from tasks.parsing.data import chart_input
 from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.pieces import BertSpec, WordPieces, unescape

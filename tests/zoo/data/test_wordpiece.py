@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from transformers import BertTokenizerFast
 
-from tasks.bert.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from zoo.data.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from zoo.config import UserError
 
 TRAIN = ["The quick brown fox jumps over the lazy dog.", "Zürich lies on the Limmat river.",
