@@ -40,8 +40,8 @@ class ModelConfig:
         "help": "seq2seq: add the encoder's state of the next word to attach (the count of XX so "
                 "far) to every decoder input; not in the paper (see tasks/parsing/model.py)"})
     pretrained: str = field(default="", metadata={
-        "help": "chart: a pretrained BERT that reads the words too, fine-tuned with the parser "
-                "(Kitaev et al. 2019): a Hugging Face BERT directory or hub name (a tasks.bert run: "
+        "help": "a pretrained BERT that reads the words too, fine-tuned with the parser "
+                "(Kitaev et al. 2019; seq2seq: added to the encoder's input): a Hugging Face BERT directory or hub name (a tasks.bert run: "
                 "python -m tasks.bert.export RUN DIR first) ('' = none); it is saved inside the parser's checkpoints"})
 
     def check(self) -> None:
@@ -50,8 +50,6 @@ class ModelConfig:
             raise Invalid("kind", f"{self.kind!r} is not one of {', '.join(KINDS)}")
         if self.word_pointer and self.kind != "seq2seq":
             raise Invalid("word_pointer", "only the seq2seq parser has a word pointer")
-        if self.pretrained and self.kind != "chart":
-            raise Invalid("pretrained", "only the chart parser reads a pretrained BERT")
         if self.dim % 2:
             raise Invalid("dim", f"must be even (the chart parser splits it in two halves), not {self.dim}")
 

@@ -181,12 +181,23 @@ class ChartBatch:
 
 @dataclass
 class Seq2SeqBatch:
-    """src (B, S) word ids + EOS; tgt_in (B, T) BOS + symbols; tgt_out (B, T) symbols + EOS."""
+    """src (B, S) word ids + EOS; tgt_in (B, T) BOS + symbols; tgt_out (B, T) symbols + EOS;
+    with a BERT, its inputs (pieces (B, P), first (B, S)) (`seq2seq_pieces`), else ()."""
 
     src: Tensor
     tgt_in: Tensor
     tgt_out: Tensor
     words: int
+    encoder_inputs: tuple[Tensor, ...] = ()
+
+
+def seq2seq_pieces(sentences: list[list[str]], vocab: Vocab) -> tuple[Tensor, ...]:
+    """The seq2seq parser's BERT inputs: pieces (B, P) and the piece each of the words and EOS
+    reads, first (B, S) (its source has no BOS); () without a BERT."""
+    if vocab.pieces is None:
+        return ()
+    pieces, first = vocab.pieces.batch(sentences)
+    return pieces, first[:, 1:]
 
 
 def replace_rare(examples: list[Encoded], rare: set[int], prob: float, generator: torch.Generator) -> list[list[int]]:
@@ -207,4 +218,4 @@ def collate(kind: str, examples: list[Encoded], vocab: Vocab, word_ids: list[lis
     return Seq2SeqBatch(pad_rows([row + [eos] for row in word_ids]),
                         pad_rows([[bos] + ex.symbol_ids for ex in examples]),
                         pad_rows([ex.symbol_ids + [eos] for ex in examples]),
-                        sum(len(ex.words) for ex in examples))
+                        sum(len(ex.words) for ex in examples), seq2seq_pieces([ex.words for ex in examples], vocab))

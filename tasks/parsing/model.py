@@ -11,7 +11,8 @@ output, not from the span classifier (as in Kitaev et al., 2019).
 
 With a pretrained BERT (`model.pretrained`), its last layer at each word's first WordPiece,
 projected to D, is added to the word's input, and the BERT is fine-tuned with the parser (Kitaev
-et al., 2019, keep the self-attentive layers above it as well).
+et al., 2019, keep the self-attentive layers above it as well). The seq2seq parser may read one
+the same way, into its encoder (`Seq2SeqParser`).
 
 Shape key: B sentences, T = n + 2 input positions, n words, D model dim, L labels, K tags.
 """
@@ -120,29 +121,49 @@ class PointerCache:
         self.words, self.last = self.words.index_select(0, index), self.last.index_select(0, index)
 
 
-class PointerTransformer(Transformer):
-    """The paper's encoder-decoder with a word pointer (`model.word_pointer`; not in the paper).
+class Seq2SeqParser(Transformer):
+    """The paper's encoder-decoder with a word pointer, a pretrained BERT reading the words, or
+    both (`model.word_pointer`, `model.pretrained`; neither is in the paper).
 
-    The decoder must find where in the sentence it is from attention alone: with `XX` for every
-    word, the next word to attach is the number of `XX` emitted so far, a count that 3,098
-    training trees do not teach cross-attention (the plain model's parses ignore the sentence).
-    Here every decoder input also gets the encoder's state of that next word (the EOS state once
-    all are attached), projected: the buffer front of a shift-reduce parser. It is a function of
-    the prefix, so teacher forcing, cached decoding and constrained beam search see the same.
+    Word pointer: with `XX` for every word, the next word to attach is the number of `XX` emitted
+    so far, a count that 3,098 training trees do not teach cross-attention (the plain model's
+    parses ignore the sentence). Here every decoder input also gets the encoder's state of that
+    next word (the EOS state once all are attached), projected: the buffer front of a shift-reduce
+    parser. It is a function of the prefix, so teacher forcing, cached decoding and constrained
+    beam search see the same.
+
+    BERT: as in the chart parser, its last layer at each word's first piece (at [SEP] for EOS),
+    projected, is added to the word's embedding before the encoder, and it is fine-tuned with the
+    parser. `encode` then takes the pieces too (zoo.decode.BoundInputs binds them for a search).
     """
 
-    def __init__(self, base: Transformer, word_id: int) -> None:
+    def __init__(self, base: Transformer, *, word_id: int | None, bert: BertReader | None = None) -> None:
         super().__init__(base.src_embed, base.tgt_embed, base.encoder, base.decoder, base.output,
                          pad_idx=base.pad_idx, max_len=base.max_len)
         self.word_id = word_id
         dim = base.output.weight.shape[1]
-        self.pointer = nn.Linear(dim, dim)
+        self.pointer = nn.Linear(dim, dim) if word_id is not None else None
+        self.bert = bert
 
-    def new_cache(self, beams: int = 1) -> PointerCache:
-        return PointerCache(super().new_cache(beams))
+    def encode(self, src: Tensor, pieces: Tensor | None = None, first: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """src (B, S) word ids + EOS; with a BERT, pieces (B, P) and first (B, S), the piece each
+        source position reads (tasks.parsing.data.seq2seq_pieces)."""
+        if self.bert is None:
+            return super().encode(src)
+        if pieces is None or first is None:
+            raise ValueError("this parser reads a BERT: give the sentences' pieces (tasks.parsing.data.seq2seq_pieces)")
+        memory_mask = padding_mask(src, self.pad_idx)
+        x = self.src_embed(src) + self.bert(pieces, first)
+        return self.encoder(x, pad_mask=memory_mask), memory_mask
+
+    def new_cache(self, beams: int = 1) -> PointerCache | DecoderCache:
+        inner = super().new_cache(beams)
+        return inner if self.pointer is None else PointerCache(inner)
 
     def decoder_states(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
                        cache: PointerCache | None = None) -> Tensor:
+        if self.pointer is None:
+            return super().decoder_states(tgt_in, memory, memory_mask, cache)
         attached = (tgt_in == self.word_id).cumsum(dim=1)  # (N, T) words attached up to each input
         if cache is None:
             words, last, inner, offset = memory, memory_mask.flatten(1).sum(-1) - 1, None, 0
@@ -170,7 +191,10 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
             attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm, positions=cfg.positions,
             max_len=cfg.max_len, share_embeddings=False)  # words in, tree symbols out
         model = build_transformer(transformer, len(vocab.words), len(vocab.symbols), SPECIAL_IDS.pad)
-        return PointerTransformer(model, vocab.symbol_index[WORD]) if cfg.word_pointer else model
+        bert = bert_reader(vocab, cfg.dim)
+        if not cfg.word_pointer and bert is None:
+            return model
+        return Seq2SeqParser(model, word_id=vocab.symbol_index[WORD] if cfg.word_pointer else None, bert=bert)
     spec = LayerSpec(cfg.dim, cfg.num_heads, cfg.ffn_dim, dropout=cfg.dropout,
                      attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm)
     embed = SequenceEmbedding(len(vocab.words), cfg.dim, max_len=cfg.max_len, padding_idx=SPECIAL_IDS.pad,
@@ -179,8 +203,12 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
     encoder = init_transformer_(Encoder.uniform(cfg.encoder_layers, spec))
     label_mlp = nn.Sequential(nn.Linear(cfg.dim, cfg.label_hidden), nn.LayerNorm(cfg.label_hidden),
                               nn.ReLU(), nn.Linear(cfg.label_hidden, len(vocab.labels) - 1))
-    pretrained = vocab.bert_spec
-    bert = (BertReader(build_bert(pretrained.config, pretrained.vocab_size, pretrained.pad_id), cfg.dim)
-            if pretrained else None)
     return ChartParser(embed, chars, encoder, label_mlp, nn.Linear(cfg.dim, len(vocab.tags)),
-                       max_len=cfg.max_len, bert=bert)
+                       max_len=cfg.max_len, bert=bert_reader(vocab, cfg.dim))
+
+
+def bert_reader(vocab: Vocab, dim: int) -> BertReader | None:
+    """A freshly initialised reader for the BERT the vocabulary names (its weights are loaded
+    from the pretrained model or the parser's checkpoint), or None."""
+    spec = vocab.bert_spec
+    return BertReader(build_bert(spec.config, spec.vocab_size, spec.pad_id), dim) if spec else None

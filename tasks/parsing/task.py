@@ -24,7 +24,7 @@ from torch.nn import functional as F
 
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import (VOCAB_ARTIFACT, ChartBatch, Encoded, Seq2SeqBatch, Vocab, chart_input, collate, encode,
-                                load_treebank, replace_rare)
+                                load_treebank, replace_rare, seq2seq_pieces)
 from tasks.parsing.evalb import EvalbResult, evalb
 from tasks.parsing.linearize import allowed_next, delinearize
 from tasks.parsing.model import build_model
@@ -32,7 +32,7 @@ from tasks.parsing.pieces import BertSpec
 from tasks.parsing.spans import spans_tree
 from zoo.data.batching import shard, token_batches
 from zoo.data.special import SPECIAL_IDS
-from zoo.decode import beam_search, decode_sorted, greedy_search
+from zoo.decode import BoundInputs, beam_search, decode_sorted, greedy_search
 from zoo.decode.cky import cky, span_sum
 from zoo.decode.state import max_lengths
 from zoo.models.bert_hf import load_hf_bert
@@ -91,9 +91,11 @@ def seq2seq_parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], cf
             return allowed_next(prefixes, words[rows], limits[rows], symbols)
 
         options = dict(special=SPECIAL_IDS, max_len_a=d.max_len_a, max_len_b=d.max_len_b, allowed_tokens=allowed)
+        inputs = seq2seq_pieces([sentences[i] for i in positions.tolist()], vocab)
+        bound = BoundInputs(model, *(x.to(src.device) for x in inputs)) if inputs else model
         if beam_size == 1:
-            return greedy_search(model, src, **options)
-        return beam_search(model, src, beam_size=beam_size, alpha=d.alpha, **options)
+            return greedy_search(bound, src, **options)
+        return beam_search(bound, src, beam_size=beam_size, alpha=d.alpha, **options)
 
     outputs = decode_sorted(model, [vocab.word_ids(s) for s in sentences], search, special=SPECIAL_IDS,
                             max_tokens=max_tokens)
@@ -206,7 +208,8 @@ class ParsingTask:
 
     def train_step(self, model: nn.Module, batch: ChartBatch | Seq2SeqBatch) -> dict[str, Term]:
         if isinstance(batch, Seq2SeqBatch):
-            sums = model(batch.src, batch.tgt_in, batch.tgt_out, smoothing=self.cfg.label_smoothing)
+            sums = model(batch.src, batch.tgt_in, batch.tgt_out, smoothing=self.cfg.label_smoothing,
+                         encoder_inputs=batch.encoder_inputs)
             return {"loss": Term(sums.loss, {"nll": sums.nll})}
         scores, tag_logits = model(*batch.input.model_inputs())
         lengths = batch.input.lengths

@@ -46,6 +46,29 @@ class EncoderDecoder(Protocol):
         """An empty cache for one decoding run that keeps `beams` rows per source."""
 
 
+class BoundInputs:
+    """A model whose `encode` takes more than the source ids (a BERT's word pieces, source
+    features), with those inputs bound for one batch: the decoders only ever call encode(src).
+
+    Args:
+        model: the encoder-decoder, its encode(src, *inputs).
+        inputs: the batch's extra encoder inputs, rows in the order of the `src` given to the search.
+    """
+
+    def __init__(self, model: EncoderDecoder, *inputs: Tensor) -> None:
+        self.model, self.inputs, self.max_len = model, inputs, model.max_len
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        return self.model.encode(src, *self.inputs)
+
+    def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
+               cache: Cache | None = None) -> Tensor:
+        return self.model.decode(tgt_in, memory, memory_mask, cache)
+
+    def new_cache(self, beams: int = 1) -> Cache:
+        return self.model.new_cache(beams)
+
+
 @dataclass
 class Hypotheses:
     """Decoded outputs, best first per sequence.

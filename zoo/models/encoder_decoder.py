@@ -103,13 +103,13 @@ class Transformer(nn.Module):
         return DecoderCache.empty(len(self.decoder.layers), beams=beams)
 
     def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor | None = None, *,
-                smoothing: float = 0.0) -> Tensor | LossSums:
+                smoothing: float = 0.0, encoder_inputs: tuple[Tensor, ...] = ()) -> Tensor | LossSums:
         """Teacher-forced logits (B, T, V) of the next target tokens; or, given `targets` (B, T)
         (padding = the model's pad id), the sums of their label-smoothed loss, NLL and count,
         with the projection and the loss fused so that no (B, T, V) tensor is ever made (as
         nanoGPT's forward takes targets; it is here, not in the task, so DDP and torch.compile
-        wrap it)."""
-        memory, memory_mask = self.encode(src)
+        wrap it). `encoder_inputs` go to `encode` after `src` (a subclass's extra source inputs)."""
+        memory, memory_mask = self.encode(src, *encoder_inputs)
         if targets is None:
             return self.decode(tgt_in, memory, memory_mask)
         states = self.decoder_states(tgt_in, memory, memory_mask)

@@ -8,7 +8,7 @@ import torch
 
 from tasks.parsing.data import Vocab
 from tasks.parsing.linearize import allowed_next
-from tasks.parsing.model import PointerTransformer, build_model
+from tasks.parsing.model import Seq2SeqParser, build_model
 from tasks.parsing.task import ParsingTask, score_trees
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.data.special import SPECIAL_IDS
@@ -17,7 +17,7 @@ from zoo.decode.state import max_lengths
 from zoo.train import evaluation, fit
 
 
-def pointer_model(handful, tmp_path) -> tuple[PointerTransformer, Vocab]:
+def pointer_model(handful, tmp_path) -> tuple[Seq2SeqParser, Vocab]:
     cfg = tiny_config("seq2seq", str(tmp_path), 1)
     cfg.model.word_pointer = True
     vocab = Vocab.build(handful["train"])
