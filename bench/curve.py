@@ -8,6 +8,8 @@ so the curve shows what a user waits for, set-up and evaluations included. `--te
 final test figure as a marked point at the run's last record. Several runs are stages trained
 one after another (the later ones started with `train.init_from`): drawn end to end, each
 later stage's minutes counted from its first record and its steps after the previous stage's.
+Time a run spent stopped (stopped by SIGTERM, resumed later) is left out: a pause between two
+records longer than ten times the median interval counts as one median interval.
 """
 
 from __future__ import annotations
@@ -27,6 +29,18 @@ def read_records(run: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def running_minutes(records: list[dict], start: float) -> list[float]:
+    """Minutes since `start` at each record, without the time the run was stopped."""
+    times = [start] + [r["time"] for r in records]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    typical = sorted(gaps[1:] or gaps)[len(gaps[1:] or gaps) // 2]
+    out, total = [], 0.0
+    for gap in gaps:
+        total += typical if gap > 10 * typical else gap
+        out.append(total / 60)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path, nargs="+", help="run directories, in training order")
@@ -42,13 +56,14 @@ def main() -> None:
     for stage, run in enumerate(args.runs):
         records = read_records(run)
         start = args.start if stage == 0 and args.start else records[0]["time"]
-        valid = [r for r in records if r.get("split") == "valid" and args.metric in r]
+        clock = running_minutes(records, start)
+        valid = [(m, r) for m, r in zip(clock, records) if r.get("split") == "valid" and args.metric in r]
         if not valid:
             raise SystemExit(f"{run / 'metrics.jsonl'}: no validation records with {args.metric!r}")
-        minutes += [elapsed + (r["time"] - start) / 60 for r in valid]
-        values += [r[args.metric] for r in valid]
-        steps += [done + r["step"] for r in valid]
-        elapsed, done = elapsed + (records[-1]["time"] - start) / 60, done + records[-1]["step"]
+        minutes += [elapsed + m for m, _ in valid]
+        values += [r[args.metric] for _, r in valid]
+        steps += [done + r["step"] for _, r in valid]
+        elapsed, done = elapsed + clock[-1], done + records[-1]["step"]
         boundaries.append(elapsed)
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
     ax.plot(minutes, values, marker="o", label=f"validation {args.metric}")
