@@ -33,7 +33,8 @@ def running_minutes(records: list[dict], start: float) -> list[float]:
     """Minutes since `start` at each record, without the time the run was stopped."""
     times = [start] + [r["time"] for r in records]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    typical = sorted(gaps[1:] or gaps)[len(gaps[1:] or gaps) // 2]
+    between = sorted(gaps[1:] or gaps)  # the first gap is set-up, not a logging interval
+    typical = between[len(between) // 2]
     out, total = [], 0.0
     for gap in gaps:
         total += typical if gap > 10 * typical else gap
