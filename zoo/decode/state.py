@@ -88,8 +88,10 @@ class DecodingState:
         logits = self.model.decode(new, self.memory, self.memory_mask, self.cache)[:, -1]
         if self.cache is not None:
             self.memory = None  # the cross-attention caches hold its keys and values now
-        # One new (N, V) tensor per step; the rules below edit it in place.
-        logprobs = logits.float().log_softmax(dim=-1)
+        # The logits become the log-probabilities in place (one (N, V) tensor per step, which the
+        # rules below edit in place too): a second one cost 3-4% of a Multi30k beam search.
+        logprobs = logits.float()
+        torch.log_softmax(logprobs, dim=-1, out=logprobs)
         logprobs[:, self.never] = float("-inf")
         at_limit = self.limits[sequences] == self.tokens.shape[1] - 1
         if self.allowed_tokens is not None:

@@ -1,5 +1,6 @@
 """KV caches: growth keeps the history, cross caches fill once, reorder selects rows."""
 
+import pytest
 import torch
 
 from zoo.blocks import DecoderCache, KVCache, MultiHeadAttention
@@ -66,9 +67,19 @@ def test_decoder_cache_reorders_rows_and_selects_sources_apart():
         torch.testing.assert_close(layer.cross_attn.keys, cross_keys[1:], rtol=0, atol=0)
 
 
-def test_beams_reading_shared_histories_attend_like_per_row_copies():
+@pytest.fixture(params=["fresh", "nan"])
+def fresh_memory(request, monkeypatch):
+    """Fresh buffers as allocated, or full of NaN (what uninitialised memory may hold)."""
+    if request.param == "nan":
+        new_empty = torch.Tensor.new_empty
+        monkeypatch.setattr(torch.Tensor, "new_empty",
+                            lambda self, *a, **kw: new_empty(self, *a, **kw).fill_(float("nan")))
+
+
+def test_beams_reading_shared_histories_attend_like_per_row_copies(fresh_memory):
     """BeamKVCache (no key/value copied on reorder) gives what per-row caches reordered by copy
-    give: through the beams' expansion, random reorders within sentences and a sentence leaving."""
+    give: through the beams' expansion, random reorders within sentences and a sentence leaving,
+    even when its uninitialised buffers hold NaN (masked slots must never be read as NaN)."""
     torch.manual_seed(0)
     attn = MultiHeadAttention(8, 2).double().eval()
     sources, beams = 2, 3
