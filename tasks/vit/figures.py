@@ -42,8 +42,8 @@ def attention_rollout(model: ViT, images: Tensor) -> Tensor:
     n = weights[0].shape[-1]
     eye = torch.eye(n, device=images.device)
     rollout = eye.expand(images.shape[0], n, n)
-    for w in weights:
-        mixed = 0.5 * w.float().mean(dim=1) + 0.5 * eye
+    for w in weights:  # the last layer may have run for the class token's row only
+        mixed = 0.5 * w.float().mean(dim=1) + 0.5 * eye[: w.shape[-2]]
         rollout = (mixed / mixed.sum(dim=-1, keepdim=True)) @ rollout
     p = model.num_prefix
     source = rollout[:, 0] if model.pool == "token" else rollout[:, p:].mean(dim=1)

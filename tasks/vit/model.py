@@ -102,9 +102,11 @@ class ViT(nn.Module):
 
     def features(self, images: Tensor) -> Tensor:
         """The pooled, normalised representation (B, D) the head reads."""
-        x = self.encoder(self.tokens(images))
         if self.pool == "token":
-            return x[:, 0]
+            # Only the class token leaves the last layer: the other positions' outputs would
+            # be discarded (timm computes them; the logits are the same).
+            return self.encoder(self.tokens(images), outputs=slice(0, 1))[:, 0]
+        x = self.encoder(self.tokens(images))
         return self.head_norm(x[:, self.num_prefix:].mean(dim=1))
 
     def forward(self, images: Tensor) -> Tensor:

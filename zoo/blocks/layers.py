@@ -116,9 +116,23 @@ class EncoderLayer(nn.Module):
         self.ffn = spec.feed_forward()
         self.ffn_res = spec.residual()
 
-    def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
-        """mask: bool, True = may attend (with a window: a key padding mask (B, 1, 1, S))."""
-        x = self.self_attn_res(x, lambda h: self.self_attn(h, mask=mask))
+    def forward(self, x: Tensor, *, mask: Tensor | None = None,
+                queries: slice | None = None) -> Tensor:
+        """mask: bool, True = may attend (with a window: a key padding mask (B, 1, 1, S)).
+
+        `queries`: compute only these positions' outputs, (B, S', D); they still attend to every
+        position (the sublayers act per position, so the result is the full output's slice).
+        """
+        if queries is None:
+            x = self.self_attn_res(x, lambda h: self.self_attn(h, mask=mask))
+        elif isinstance(self.self_attn, LocalAttention):
+            raise ValueError("queries is not supported with restricted (windowed) attention")
+        else:
+            res = self.self_attn_res
+            context = res.norm(x) if res.pre_norm else x  # what every position offers as key/value
+            if mask is not None and mask.shape[-2] > 1:  # a mask per query row: keep the rows asked for
+                mask = mask[..., queries, :]
+            x = res(x[:, queries], lambda h: self.self_attn(h, context, mask=mask))
         return self.ffn_res(x, self.ffn)
 
 

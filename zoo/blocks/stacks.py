@@ -90,14 +90,21 @@ class Encoder(_Stack):
 
     layer_class = EncoderLayer
 
-    def forward(self, x: Tensor, *, pad_mask: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, *, pad_mask: Tensor | None = None,
+                outputs: slice | None = None) -> Tensor:
         """x (B, S, D); pad_mask (B, 1, 1, S), True at real tokens -> (B, S, D).
 
         With a window, the layers' LocalAttention applies the band itself and takes only the
         padding mask.
+
+        Args:
+            outputs: only these positions are wanted: (B, S', D) comes back, and the last layer
+                runs its queries, FFN and norms on them alone (its keys and values still read
+                every position). A classifier reading one token (ViT's class token) so skips
+                most of its last layer, forward and backward.
         """
-        for layer in self.layers:
-            x = layer(x, mask=pad_mask)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask=pad_mask, queries=outputs if i == len(self.layers) - 1 else None)
         return self._finish(x)
 
 

@@ -17,6 +17,7 @@ from tasks.vit.data import ImageData, TensorImages
 from tasks.vit.figures import attention_rollout, confusion_matrix
 from tasks.vit.model import build_model, num_parameters
 from tasks.vit.task import ViTTask, soft_target_cross_entropy
+from zoo.blocks import Encoder
 from zoo.config import load_config, to_dict
 from zoo.train import RunContext, fit
 from zoo.train.config import OptimConfig, ScheduleConfig, TrainConfig
@@ -89,6 +90,19 @@ def test_attention_rollout_is_a_distribution_over_patches() -> None:
     assert torch.allclose(maps.sum(dim=(1, 2)), torch.ones(3)) and (maps >= 0).all()
     matrix = confusion_matrix(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3)
     assert matrix.tolist() == [[1, 0, 0], [0, 1, 1], [0, 0, 1]]
+
+
+def test_rollout_with_the_class_token_alone_in_the_last_layer_equals_full_maps(monkeypatch) -> None:
+    """The model runs its last layer for the class token only; the rollout read from that row
+    equals the one over every row of the full maps."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(image_size=8, patch_size=2, in_chans=1), mean=(0.3,), std=(0.4,))
+    images = torch.rand(3, 1, 8, 8)
+    class_token_only = attention_rollout(model.eval(), images)
+    full_forward = Encoder.forward
+    monkeypatch.setattr(Encoder, "forward", lambda self, x, *, pad_mask=None, outputs=None:
+                        full_forward(self, x, pad_mask=pad_mask)[:, outputs or slice(None)])
+    torch.testing.assert_close(attention_rollout(model, images), class_token_only)
 
 
 def test_digits_recipe_equals_the_built_in_defaults() -> None:

@@ -82,6 +82,31 @@ def test_padding_does_not_change_real_positions():
                                rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("pre_norm", [False, True])
+@pytest.mark.parametrize("outputs", [slice(0, 1), slice(2, 5)])
+def test_outputs_computes_the_slice_of_the_full_output_and_its_gradients(pre_norm, outputs):
+    """Only the wanted positions through the last layer: the same values, and the same
+    gradients for the input and every weight (the unwanted positions' outputs are unused)."""
+    enc, _ = make_stacks(pre_norm)
+    x = torch.randn(2, 6, D, dtype=torch.float64, requires_grad=True)
+    mask = lengths_mask(torch.tensor([6, 4]), 6)
+    full = enc(x, pad_mask=mask)[:, outputs]
+    part = enc(x, pad_mask=mask, outputs=outputs)
+    torch.testing.assert_close(part, full, rtol=0, atol=1e-12)
+    weights = torch.randn_like(full)
+    params = [x, *enc.parameters()]
+    expected = torch.autograd.grad((full * weights).sum(), params)
+    got = torch.autograd.grad((part * weights).sum(), params)
+    for e, g in zip(expected, got):
+        torch.testing.assert_close(g, e, rtol=0, atol=1e-12)
+
+
+def test_outputs_with_a_window_is_refused():
+    enc, _ = make_stacks(window=1)
+    with pytest.raises(ValueError, match="windowed"):
+        enc(torch.randn(1, 4, D, dtype=torch.float64), outputs=slice(0, 1))
+
+
 def test_padding_mask_from_token_ids():
     tokens = torch.tensor([[5, 6, 0], [7, 0, 0]])
     assert padding_mask(tokens, 0).shape == (2, 1, 1, 3)
