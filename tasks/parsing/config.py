@@ -43,6 +43,9 @@ class ModelConfig:
         "help": "a pretrained BERT that reads the words too, fine-tuned with the parser "
                 "(Kitaev et al. 2019; seq2seq: added to the encoder's input): a Hugging Face BERT directory or hub name (a tasks.bert run: "
                 "python -m tasks.bert.export RUN DIR first) ('' = none); it is saved inside the parser's checkpoints"})
+    pretrained_lr_scale: float = field(default=1.0, metadata={
+        "help": "the pretrained BERT's learning rate as a multiple of optim.lr (its embeddings and "
+                "layers; the projection into the parser trains at the full rate)"})
 
     def check(self) -> None:
         check_model_values(self)
@@ -50,6 +53,8 @@ class ModelConfig:
             raise Invalid("kind", f"{self.kind!r} is not one of {', '.join(KINDS)}")
         if self.word_pointer and self.kind != "seq2seq":
             raise Invalid("word_pointer", "only the seq2seq parser has a word pointer")
+        if self.pretrained_lr_scale <= 0:
+            raise Invalid("pretrained_lr_scale", f"must be > 0, not {self.pretrained_lr_scale}")
         if self.dim % 2:
             raise Invalid("dim", f"must be even (the chart parser splits it in two halves), not {self.dim}")
 

@@ -54,10 +54,18 @@ class BertReader(nn.Module):
     """pieces (B, P), first (B, T) -> (B, T, D): a BERT's last layer at the given pieces,
     projected. Holds the BERT's embeddings and encoder only (its heads have nothing to learn here)."""
 
-    def __init__(self, bert: Bert, dim: int) -> None:
+    def __init__(self, bert: Bert, dim: int, *, lr_scale: float = 1.0) -> None:
         super().__init__()
         self.embeddings, self.encoder, self.pad_id = bert.embeddings, bert.encoder, bert.pad_id
         self.project = nn.Linear(bert.embeddings.tokens.weight.shape[1], dim)
+        self.lr_scale = lr_scale
+
+    def lr_scales(self, prefix: str) -> dict[str, float]:
+        """The pretrained weights' learning-rate multiplier, by parameter-name prefix under
+        `prefix` (zoo.train.optim.param_groups)."""
+        if self.lr_scale == 1.0:
+            return {}
+        return {f"{prefix}embeddings.": self.lr_scale, f"{prefix}encoder.": self.lr_scale}
 
     def forward(self, pieces: Tensor, first: Tensor) -> Tensor:
         x = self.embeddings(pieces, torch.zeros_like(pieces))
@@ -65,7 +73,17 @@ class BertReader(nn.Module):
         return self.project(h.gather(1, first[..., None].expand(-1, -1, h.shape[-1])))
 
 
-class ChartParser(nn.Module):
+class _ReadsBert:
+    """A parser whose optional `bert` (BertReader) may train at its own learning rate."""
+
+    bert: BertReader | None
+
+    def lr_scales(self) -> dict[str, float]:
+        """zoo.train.optim's per-part learning-rate multipliers: the BERT's, if any."""
+        return {} if self.bert is None else self.bert.lr_scales("bert.")
+
+
+class ChartParser(_ReadsBert, nn.Module):
     """Span label scores (B, n+1, n+1, L) with label 0 = empty fixed at 0, and tag logits (B, n, K).
 
     Args:
@@ -121,7 +139,7 @@ class PointerCache:
         self.words, self.last = self.words.index_select(0, index), self.last.index_select(0, index)
 
 
-class Seq2SeqParser(Transformer):
+class Seq2SeqParser(_ReadsBert, Transformer):
     """The paper's encoder-decoder with a word pointer, a pretrained BERT reading the words, or
     both (`model.word_pointer`, `model.pretrained`; neither is in the paper).
 
@@ -191,7 +209,7 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
             attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm, positions=cfg.positions,
             max_len=cfg.max_len, share_embeddings=False)  # words in, tree symbols out
         model = build_transformer(transformer, len(vocab.words), len(vocab.symbols), SPECIAL_IDS.pad)
-        bert = bert_reader(vocab, cfg.dim)
+        bert = bert_reader(vocab, cfg.dim, cfg.pretrained_lr_scale)
         if not cfg.word_pointer and bert is None:
             return model
         return Seq2SeqParser(model, word_id=vocab.symbol_index[WORD] if cfg.word_pointer else None, bert=bert)
@@ -204,11 +222,13 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
     label_mlp = nn.Sequential(nn.Linear(cfg.dim, cfg.label_hidden), nn.LayerNorm(cfg.label_hidden),
                               nn.ReLU(), nn.Linear(cfg.label_hidden, len(vocab.labels) - 1))
     return ChartParser(embed, chars, encoder, label_mlp, nn.Linear(cfg.dim, len(vocab.tags)),
-                       max_len=cfg.max_len, bert=bert_reader(vocab, cfg.dim))
+                       max_len=cfg.max_len, bert=bert_reader(vocab, cfg.dim, cfg.pretrained_lr_scale))
 
 
-def bert_reader(vocab: Vocab, dim: int) -> BertReader | None:
+def bert_reader(vocab: Vocab, dim: int, lr_scale: float = 1.0) -> BertReader | None:
     """A freshly initialised reader for the BERT the vocabulary names (its weights are loaded
     from the pretrained model or the parser's checkpoint), or None."""
     spec = vocab.bert_spec
-    return BertReader(build_bert(spec.config, spec.vocab_size, spec.pad_id), dim) if spec else None
+    if spec is None:
+        return None
+    return BertReader(build_bert(spec.config, spec.vocab_size, spec.pad_id), dim, lr_scale=lr_scale)

@@ -11,19 +11,28 @@ from zoo.train.config import OptimConfig
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """Decay matrices only: never norms, biases (1-D) or what `model.no_weight_decay()` names
-    (timm's convention: position embeddings, class tokens)."""
+    (timm's convention: position embeddings, class tokens).
+
+    A model may also give parts of itself their own learning rate: `model.lr_scales()` maps
+    parameter-name prefixes to multipliers of `optim.lr` (a pretrained encoder fine-tuned gently
+    under a freshly initialised head). Each group then carries its `lr_scale`; the schedule
+    multiplies every group's rate alike. Without scales the two groups are as they always were,
+    so optimizer states saved before load unchanged."""
     skip = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()
-    decay, no_decay = [], []
+    scales = model.lr_scales() if hasattr(model, "lr_scales") else {}
+    groups: dict[tuple[float, bool], list[nn.Parameter]] = {(1.0, True): [], (1.0, False): []}
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        (no_decay if param.ndim < 2 or name in skip else decay).append(param)
-    return [{"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0}]
+        scale = next((s for prefix, s in scales.items() if name.startswith(prefix)), 1.0)
+        decays = param.ndim >= 2 and name not in skip
+        groups.setdefault((scale, decays), []).append(param)
+    return [{"params": params, "weight_decay": weight_decay if decays else 0.0, "lr_scale": scale}
+            for (scale, decays), params in groups.items() if params or scale == 1.0]
 
 
 def build_optimizer(model: nn.Module, cfg: OptimConfig) -> torch.optim.Optimizer:
-    groups = param_groups(model, cfg.weight_decay)
+    groups = [{**group, "lr": cfg.lr * group["lr_scale"]} for group in param_groups(model, cfg.weight_decay)]
     if cfg.name in ("adam", "adamw"):
         if len(cfg.betas) != 2:
             raise ConfigError(f"key 'optim.betas': needs two values, got {cfg.betas}")

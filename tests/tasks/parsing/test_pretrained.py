@@ -17,6 +17,7 @@ from tests.tasks.parsing.conftest import tiny_config
 from zoo.data.special import SPECIAL_IDS
 from zoo.models.bert import BertModelConfig, build_bert
 from zoo.train import evaluation, fit
+from zoo.train.optim import build_optimizer
 
 BERT = BertModelConfig(num_layers=1, dim=32, num_heads=2, ffn_dim=64, max_len=64, dropout=0.0, attn_dropout=0.0)
 
@@ -58,6 +59,21 @@ def parser_with_bert(kind, handful, bert_dir, tmp_path):
     for name, value in task.bert.model.encoder.state_dict().items():
         assert torch.equal(model.bert.encoder.state_dict()[name], value), name
     return model, task, handful["test"][0].leaves(), max((t.leaves() for t in handful["test"]), key=len)
+
+
+@pytest.mark.parametrize("kind", ["chart", "seq2seq"])
+def test_pretrained_lr_scale_slows_the_bert_alone(kind, handful, bert_dir, tmp_path) -> None:
+    cfg = tiny_config(kind, str(tmp_path / "run"), 1)
+    cfg.model.pretrained, cfg.model.pretrained_lr_scale = str(bert_dir), 0.1
+    task = ParsingTask(cfg, handful)
+    task.setup(run=None)
+    model = task.build_model()
+    optimizer = build_optimizer(model, cfg.optim)
+    lr = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
+    for name, param in model.named_parameters():
+        slow = name.startswith(("bert.embeddings.", "bert.encoder."))
+        assert lr[id(param)] == pytest.approx(cfg.optim.lr * (0.1 if slow else 1.0)), name
+    assert any(name.startswith("bert.encoder.") for name, _ in model.named_parameters())
 
 
 def test_the_parser_starts_from_the_bert_and_a_sentence_scores_the_same_alone_or_batched(handful, bert_dir, tmp_path) -> None:

@@ -37,3 +37,31 @@ def test_adamw_step_decays_the_matrix_and_not_the_bias():
     opt.step()
     torch.testing.assert_close(model.weight, before["weight"] * (1 - 0.1 * 0.5))
     torch.testing.assert_close(model.bias, before["bias"])
+
+
+class WithPretrainedPart(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pretrained = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 2)
+
+    def lr_scales(self):
+        return {"pretrained.": 0.1}
+
+
+def test_lr_scales_give_a_part_its_own_rate_under_the_schedule():
+    model = WithPretrainedPart()
+    opt = build_optimizer(model, OptimConfig(name="adam", lr=0.01))
+    torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 0.5)  # as the runner's schedules: one multiplier for all
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    opt.step()
+    for name, param in model.named_parameters():  # Adam's first step moves each weight by its rate
+        rate = 0.01 * 0.5 * (0.1 if name.startswith("pretrained.") else 1.0)
+        torch.testing.assert_close(before[name] - param.detach(), torch.full_like(param, rate))
+
+
+def test_without_lr_scales_the_groups_are_the_two_of_old():
+    opt = build_optimizer(nn.Linear(3, 3), OptimConfig(name="adam", lr=0.01))
+    assert [(g["lr"], g["weight_decay"], len(g["params"])) for g in opt.param_groups] == [(0.01, 0.0, 1), (0.01, 0.0, 1)]
