@@ -58,14 +58,7 @@ class BertReader(nn.Module):
         super().__init__()
         self.embeddings, self.encoder, self.pad_id = bert.embeddings, bert.encoder, bert.pad_id
         self.project = nn.Linear(bert.embeddings.tokens.weight.shape[1], dim)
-        self.lr_scale = lr_scale
-
-    def lr_scales(self, prefix: str) -> dict[str, float]:
-        """The pretrained weights' learning-rate multiplier, by parameter-name prefix under
-        `prefix` (zoo.train.optim.param_groups)."""
-        if self.lr_scale == 1.0:
-            return {}
-        return {f"{prefix}embeddings.": self.lr_scale, f"{prefix}encoder.": self.lr_scale}
+        self.lr_scale = lr_scale  # of the pretrained weights, not of the new projection
 
     def forward(self, pieces: Tensor, first: Tensor) -> Tensor:
         x = self.embeddings(pieces, torch.zeros_like(pieces))
@@ -79,8 +72,10 @@ class _ReadsBert:
     bert: BertReader | None
 
     def lr_scales(self) -> dict[str, float]:
-        """zoo.train.optim's per-part learning-rate multipliers: the BERT's, if any."""
-        return {} if self.bert is None else self.bert.lr_scales("bert.")
+        """zoo.train.optim's per-part learning-rate multipliers: the pretrained BERT's, if any."""
+        if self.bert is None or self.bert.lr_scale == 1.0:
+            return {}
+        return {"bert.embeddings.": self.bert.lr_scale, "bert.encoder.": self.bert.lr_scale}
 
 
 class ChartParser(_ReadsBert, nn.Module):
