@@ -187,7 +187,7 @@ class BeamKVCache(_Positions):
         return self.keys, self.values
 
     def _grow(self, k: Tensor) -> None:
-        # Not zero-filled (the fill cost 1-2% of a beam search on the small bench preset): every
+        # Not zero-filled (the fill cost 2-3% of a beam search on the small bench preset): every
         # slot is written before it is read (see `append`).
         sources = k.shape[0] if self._v is None else self._v.shape[0]
         capacity = max(16, 2 * self.length)

@@ -89,7 +89,8 @@ class DecodingState:
         if self.cache is not None:
             self.memory = None  # the cross-attention caches hold its keys and values now
         # The logits become the log-probabilities in place (one (N, V) tensor per step, which the
-        # rules below edit in place too): a second one cost 3-4% of a Multi30k beam search.
+        # rules below edit in place too): out of place, log-softmax took 9% of a Multi30k beam
+        # search's profile, in place 4%.
         logprobs = logits.float()
         torch.log_softmax(logprobs, dim=-1, out=logprobs)
         logprobs[:, self.never] = float("-inf")
