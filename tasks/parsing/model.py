@@ -114,6 +114,20 @@ class ChartParser(_ReadsBert, nn.Module):
         return scores, self.tagger(h[:, 1:-1])
 
 
+class ChartEnsemble(nn.Module):
+    """Chart parsers trained on one treebank vocabulary, read as one (fairseq's `--path a:b`):
+    the members' span scores are averaged, so CKY finds the tree with the best mean score, and
+    so are their tag log-probabilities. Same inputs and outputs as a ChartParser."""
+
+    def __init__(self, members: list[ChartParser]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def forward(self, *inputs: Tensor | None) -> tuple[Tensor, Tensor]:
+        scores, tags = zip(*(member(*inputs) for member in self.members))
+        return torch.stack(scores).mean(0), torch.stack([t.log_softmax(-1) for t in tags]).mean(0)
+
+
 class PointerCache:
     """A decoder KV cache plus what the word pointer needs between steps: the source states
     (the first call's memory, B sources), each source's EOS position, and each row's count of

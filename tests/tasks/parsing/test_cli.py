@@ -1,4 +1,4 @@
-"""The CLIs on a tiny run: train, parse (stdin, --pretty, --png), evaluate (trees in PTB format)."""
+"""The CLIs on a tiny run: train, parse (stdin, --pretty, --png), evaluate (trees in PTB format, ensembles)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from pathlib import Path
 
 import matplotlib.image
 import pytest
+import torch
 from nltk import Tree
 
 from tasks.parsing import evaluate, parse, train
 from tasks.parsing.config import ParsingConfig
+from tasks.parsing.data import chart_input
+from tasks.parsing.inference import TrainedParserOptions, load_parser
 from zoo.config import load_config
 
 REPO = Path(__file__).resolve().parents[3]
@@ -89,3 +92,44 @@ def test_a_picture_for_the_other_parser_kind_is_refused_before_parsing(run_dir: 
     with pytest.raises(SystemExit) as stop:
         parse.main([str(run_dir), "--attention_png=x.png", "--threads=1"])
     assert stop.value.code == 2 and "only for the seq2seq parser" in capsys.readouterr().err
+
+
+def _tiny_chart_run(out: Path, *extra: str) -> Path:
+    train.main([f"--train.out_dir={out}", "--train.max_steps=4", "--train.eval_every=0", "--train.save_every=0",
+                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1",
+                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1",
+                *extra])
+    return out
+
+
+def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(run_dir: Path, tmp_path: Path) -> None:
+    other = _tiny_chart_run(tmp_path / "seed1", "--train.seed=1")
+    ensemble = load_parser(TrainedParserOptions(run=str(run_dir), ensemble=str(other)))
+    members = [load_parser(TrainedParserOptions(run=str(run))).model.eval() for run in (run_dir, other)]
+    x = chart_input([["the", "dog", "saw", "a", "cat"], ["she", "smiled"]], ensemble.vocab)
+    with torch.no_grad():
+        scores, tags = ensemble.model.eval()(*x.model_inputs())
+        outputs = [member(*x.model_inputs()) for member in members]
+    assert not torch.allclose(outputs[0][0], outputs[1][0])  # two different parsers
+    torch.testing.assert_close(scores, (outputs[0][0] + outputs[1][0]) / 2)
+    torch.testing.assert_close(tags, (outputs[0][1].log_softmax(-1) + outputs[1][1].log_softmax(-1)) / 2)
+
+
+def test_evaluate_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(run_dir: Path, tmp_path: Path) -> None:
+    alone = evaluate.main([str(run_dir), "--split", "test", f"--out={tmp_path / 'alone'}", "--threads=1"])
+    twice = evaluate.main([str(run_dir), "--split", "test", f"--ensemble={run_dir}", "--threads=1"])
+    assert twice["ensemble"] == [alone["checkpoint"]] * 2 and alone["ensemble"] is None
+    assert Path(twice["predicted"]).parent == run_dir / "eval-ensemble2"
+    assert Path(twice["predicted"]).read_text() == Path(alone["predicted"]).read_text()
+    assert twice["f1"] == alone["f1"]
+
+
+def test_an_ensemble_of_other_kinds_or_vocabularies_is_refused(run_dir: Path, seq2seq_run: Path, tmp_path: Path,
+                                                                capsys) -> None:
+    other_treebank = _tiny_chart_run(tmp_path / "other", "--data.grammar_sizes=[30,5,5]", "--data.grammar_seed=3")
+    for member, message in ((seq2seq_run, "ensembles are of chart parsers only"),
+                            (other_treebank, "another treebank vocabulary")):
+        with pytest.raises(SystemExit) as stop:
+            evaluate.main([str(run_dir), f"--ensemble={member}", "--threads=1"])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and message in err and str(member) in err
