@@ -39,7 +39,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         # Inside forward grad mode is always off: whether the caller's was is passed in.
         want_hidden = grad_enabled and ctx.needs_input_grad[0]
         want_weight = grad_enabled and ctx.needs_input_grad[1]
-        grad_hidden = torch.empty_like(hidden) if want_hidden else None
+        grad_hidden = torch.empty(hidden.shape, dtype=compute_dtype, device=hidden.device) if want_hidden else None
         grad_weight = torch.zeros(weight.shape, dtype=exact, device=weight.device) if want_weight else None
         loss = torch.zeros((), dtype=exact, device=hidden.device)
         nll = torch.zeros_like(loss)
@@ -59,21 +59,32 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
                 grad = logits.sub_(lse).exp_().sub_(smoothing / vocab)
                 grad.scatter_add_(-1, t, grad.new_full(t.shape, smoothing - 1.0))
                 grad = grad.to(compute_dtype)
+                # Written by the products themselves (out=, beta=1): no temporaries, and no extra
+                # pass over the (V, D) weight gradient per chunk.
                 if want_hidden:
-                    grad_hidden[start:start + chunk] = grad @ w
+                    torch.mm(grad, w, out=grad_hidden[start:start + chunk])
                 if want_weight:
-                    grad_weight += grad.T @ h
+                    _accumulate_product(grad_weight, grad.T, h)
         ctx.save_for_backward(grad_hidden, grad_weight)
-        ctx.weight_dtype = weight.dtype
+        ctx.hidden_dtype, ctx.weight_dtype = hidden.dtype, weight.dtype
         ctx.mark_non_differentiable(nll)
         return loss, nll
 
     @staticmethod
     def backward(ctx, grad_loss: Tensor, _grad_nll: Tensor):
         grad_hidden, grad_weight = ctx.saved_tensors
-        return (grad_hidden * grad_loss if grad_hidden is not None else None,
+        return (grad_hidden.to(ctx.hidden_dtype) * grad_loss if grad_hidden is not None else None,
                 grad_weight.to(ctx.weight_dtype) * grad_loss if grad_weight is not None else None,
                 None, None, None, None)
+
+
+def _accumulate_product(out: Tensor, a: Tensor, b: Tensor) -> None:
+    """out += a @ b; in place by the product itself where the dtypes agree (fp32), else (bf16
+    products into an fp32 sum) through a temporary."""
+    if a.dtype == out.dtype:
+        out.addmm_(a, b)
+    else:
+        out += a @ b
 
 
 def linear_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, *, smoothing: float = 0.0,
