@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     write_trees(gold, out / f"{options.split}.gold.mrg")
     print(report(scored))
     result = {"checkpoint": str(parser.trained.path), "ema": parser.trained.ema, "kind": cfg.model.kind,
-              "ensemble": [str(m.path) for m in parser.members] if len(parser.members) > 1 else None,
+              "ensemble": [str(m.path) for m in parser.members] if n > 1 else None,
               "split": options.split, "sentences": len(gold), **scored.metrics(tags=cfg.model.kind == "chart"),
               "beam_size": cfg.decode.beam_size if cfg.model.kind == "seq2seq" else None,
               "seconds": round(seconds, 2), "sentences_per_s": round(len(gold) / seconds, 2),
