@@ -31,13 +31,17 @@ def test_recipes_load(name: str) -> None:
     assert cfg.data.source in ("sample", "wsj")
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("run")
+def _tiny_chart_run(out: Path, *extra: str) -> Path:
     train.main([f"--train.out_dir={out}", "--train.max_steps=4", "--train.eval_every=0", "--train.save_every=0",
                 "--train.progress=false", "--train.tensorboard=false", "--train.threads=1",
-                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1"])
+                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1",
+                *extra])
     return out
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return _tiny_chart_run(tmp_path_factory.mktemp("run"))
 
 
 def test_train_ends_with_a_test_score(run_dir: Path) -> None:
@@ -93,14 +97,6 @@ def test_a_picture_for_the_other_parser_kind_is_refused_before_parsing(run_dir: 
     with pytest.raises(SystemExit) as stop:
         parse.main([str(run_dir), "--attention_png=x.png", "--threads=1"])
     assert stop.value.code == 2 and "only for the seq2seq parser" in capsys.readouterr().err
-
-
-def _tiny_chart_run(out: Path, *extra: str) -> Path:
-    train.main([f"--train.out_dir={out}", "--train.max_steps=4", "--train.eval_every=0", "--train.save_every=0",
-                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1",
-                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1",
-                *extra])
-    return out
 
 
 def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(run_dir: Path, tmp_path: Path) -> None:
