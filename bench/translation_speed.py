@@ -17,7 +17,9 @@ all alike), at each thread count:
 - `--run RUN`: a trained model with real early stopping on real test sentences (the Multi30k
   test set from the data directory if present, else the run's own test split): zoo and
   CTranslate2 with the same weights (Hugging Face has no loader for zoo's weights, so it appears
-  only in the random-weight rows).
+  only in the random-weight rows). CTranslate2 stops a sentence once beam-size hypotheses have
+  ended (its `patience` 1); zoo by default only once no live beam can win. zoo is timed both
+  ways: `zoo` (exact) and `zoo_patience1` (CTranslate2's rule, `decode.patience=1`).
 
 Throughput is generated tokens per second (best hypotheses, EOS counted). Targets: >= 2.5x
 `generate` and >= 1.0x CTranslate2 fp32 at the same precision. `--train` times training instead
@@ -36,7 +38,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -254,19 +256,22 @@ def test_sources(run: str) -> tuple:
 
 
 def trained_decode(run: str):
-    """The run's translator, zoo's beam search over the test set as a callable returning its
-    generated tokens, the sources as pieces, and the test set's name."""
+    """The run's translator, zoo's beam search over the test set as a function of the patience
+    (0 = the exact stopping rule) returning a callable that returns its generated tokens, the
+    sources as pieces, and the test set's name."""
     from tasks.translation.task import translate_ids
 
     translator, sources, name = test_sources(run)
     model, tokenizer = translator.model.eval(), translator.tokenizer
-    decode = translator.cfg.decode
-    decode.alpha = ALPHA
 
-    def zoo() -> int:
-        with torch.inference_mode():
-            return sum(len(h) + 1 for h in translate_ids(model, sources, decode, beam_size=BEAM,
-                                                         max_tokens=4096))
+    def zoo(patience: float = 0.0):
+        decode = replace(translator.cfg.decode, alpha=ALPHA, patience=patience)
+
+        def run() -> int:
+            with torch.inference_mode():
+                return sum(len(h) + 1 for h in translate_ids(model, sources, decode, beam_size=BEAM,
+                                                             max_tokens=4096))
+        return run
 
     return translator, zoo, [tokenizer.pieces(ids) for ids in sources], name
 
@@ -283,7 +288,7 @@ def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
                      f"{'pre' if m.pre_norm else 'post'}-norm"}
     for n in threads:
         torch.set_num_threads(n)
-        fns = {"zoo": zoo,
+        fns = {"zoo": zoo(), "zoo_patience1": zoo(patience=1.0),
                "ct2_fp32": ct2_beam(ct2_translator(model, pieces, folder, n, "float32"), source_pieces),
                "ct2_int8": ct2_beam(ct2_translator(model, pieces, folder, n, "int8"), source_pieces)}
         speed, tokens = timed(fns, repeats)
@@ -299,7 +304,8 @@ def profile(preset: Preset, path: Path, run: str = "") -> None:
 
     torch.set_num_threads(1)
     if run:
-        _, decode, _, name = trained_decode(run)
+        _, zoo, _, name = trained_decode(run)
+        decode = zoo()
         what = f"the trained run {run} on {name} (beam {BEAM}, alpha {ALPHA}, real early stopping)"
     else:
         src = random_batch(preset, preset.decode_batch)[0]

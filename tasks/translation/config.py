@@ -76,6 +76,10 @@ class DecodeConfig:
     max_len_a: float = field(default=1.0, metadata={
         "help": "hypotheses stop at max_len_a * source length + max_len_b tokens (the paper: a=1, b=50)"})
     max_len_b: int = field(default=50, metadata={"help": "see max_len_a"})
+    patience: float = field(default=0.0, metadata={
+        "help": "beam search also stops a sentence once round(patience x beam_size) hypotheses "
+                "have ended (fairseq and CTranslate2: 1; faster, may miss a better one); 0 = only "
+                "when no live beam can win (the exact result)"})
     eval_beam_size: int = field(default=1, metadata={
         "help": "beam width of the BLEU computed at each evaluation during training (1 = greedy, fast)"})
     max_tokens: int = field(default=0, metadata={"help": "source tokens per decoding batch (0 = data.max_tokens)"})
@@ -108,3 +112,6 @@ class TranslationConfig(RunConfig):
         if not 1 <= self.data.max_len <= self.model.max_len:
             raise Invalid("data.max_len", f"must be between 1 and model.max_len "
                                           f"({self.model.max_len}), not {self.data.max_len}")
+        if self.decode.patience < 0:
+            raise Invalid("decode.patience", f"must be at least 0 (0 = the exact stopping rule), "
+                                             f"not {self.decode.patience}")

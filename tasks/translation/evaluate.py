@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> dict:
     path = translator.trained.path
     result = {"checkpoint": str(path), "ema": translator.trained.ema, "split": split.name,
               "sentences": len(hyps), "beam_size": cfg.decode.beam_size, "alpha": cfg.decode.alpha,
+              "patience": cfg.decode.patience,
               **score(hyps, split.references)}
     print(f"{split.name}: BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  "
           f"({len(hyps)} sentences, beam {cfg.decode.beam_size}, alpha {cfg.decode.alpha}, {path})")

@@ -23,11 +23,15 @@ class TrainedModelOptions(InferenceOptions):
     """What every translation CLI that runs a trained model asks."""
 
     beam_size: int = field(default=0, metadata={"help": "beam width (0 = the recipe's decode.beam_size)"})
+    patience: float | None = field(default=None, metadata={
+        "help": "beam search's patience (see decode.patience; default: the recipe's)"})
 
     def check(self) -> None:
         super().check()
         if self.beam_size < 0:
             raise Invalid("beam_size", f"must be at least 0 (0 = the recipe's), not {self.beam_size}")
+        if self.patience is not None and self.patience < 0:
+            raise Invalid("patience", f"must be at least 0 (0 = the exact stopping rule), not {self.patience}")
 
 
 @dataclass
@@ -57,6 +61,8 @@ def load_translator(options: TrainedModelOptions, overrides: list[str] | None = 
         tokenizer = SentencePieceTokenizer.load(trained.run_dir / TOKENIZER_ARTIFACT)
     if options.beam_size:
         trained.cfg.decode.beam_size = options.beam_size
+    if options.patience is not None:
+        trained.cfg.decode.patience = options.patience
     model = trained.load_into(build_translation_model(trained.cfg, tokenizer))
     return Translator(model.to(torch.device(options.device)), tokenizer, trained)
 

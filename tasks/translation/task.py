@@ -33,7 +33,8 @@ def translate_ids(model: nn.Module, sources: Ids | list[list[int]], decode: Deco
     if beam_size == 1:
         search = partial(greedy_search, model, **limits)
     else:
-        search = partial(beam_search, model, beam_size=beam_size, alpha=decode.alpha, **limits)
+        search = partial(beam_search, model, beam_size=beam_size, alpha=decode.alpha,
+                         patience=decode.patience or None, **limits)
     return decode_sorted(model, sources, lambda src, positions: search(src), special=SPECIAL_IDS,
                          max_tokens=max_tokens)
 

@@ -15,7 +15,9 @@ The paper's settings: beam 4, length penalty alpha = 0.6, output length at most 
    best that any live beam could still reach, which is the best live log-probability divided by
    lp(longest allowed length): log-probabilities only fall as tokens are added and lp only
    grows (alpha >= 0). So stopping never changes the result. A sequence also stops at its length
-   limit, where only EOS is allowed.
+   limit, where only EOS is allowed. With a `patience` p it also stops once round(p k) of its
+   hypotheses have ended (rule 2), as fairseq (p = 1) and CTranslate2 do: on a trained Multi30k
+   model 10% faster, 989 of 1,000 translations unchanged (BLEU 37.67, exact 37.82).
 
 With alpha = 0 and beam 1 this is exactly greedy search. The source is encoded once per sequence
 and the first step runs on the B sequences; only then does each get its k beams. The beams of a
@@ -95,7 +97,8 @@ def _first_step(state: DecodingState, active: Tensor, k: int) -> tuple[Tensor, T
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam_size: int = 4,
                 alpha: float = 0.6, max_len_a: float = 1.0, max_len_b: int = 50, n_best: int = 1,
-                allowed_tokens: AllowedTokens | None = None, use_cache: bool = True) -> Hypotheses:
+                allowed_tokens: AllowedTokens | None = None, use_cache: bool = True,
+                patience: float | None = None) -> Hypotheses:
     """Decode a batch with beam search (rules in the module docstring).
 
     Args:
@@ -109,6 +112,10 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
         n_best: finished hypotheses returned per sequence (at most beam_size).
         allowed_tokens: restricts each next token given the prefix (zoo.decode.state.AllowedTokens).
         use_cache: decode incrementally with the KV cache (False: re-run the whole prefix).
+        patience: None = stop only by rule 4 (the result of an unbounded search). A number p:
+            a sequence also stops once round(p * beam_size) of its hypotheses have finished
+            (fairseq's rule at p = 1, CTranslate2's `patience`; Kasai et al., 2022): fewer
+            steps, and a later, better hypothesis may be missed.
 
     Returns:
         Hypotheses with N = n_best, best first; scores are length-normalised log-probabilities.
@@ -122,6 +129,8 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
     finished = FinishedHypotheses(b, n_best, int(limits.max()) + 1, special, device)
 
     active = torch.arange(b, device=device)  # the sequence of each group of k rows
+    enough = None if patience is None else max(1, round(patience * k))
+    ended_count = torch.zeros(b, dtype=torch.long, device=device)
     scores, best, best_token = _first_step(state, active, k)
     width = best.shape[1]
     for step in range(int(limits.max()) + 1):
@@ -136,12 +145,15 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
             normalised = (top[:, :k] / length_penalty(step + 1, alpha)).masked_fill(~ended, float("-inf"))
             prefixes = state.tokens[:, 1:][parent[:, :k]]  # (n, k, step)
             finished.add(active, normalised, prefixes)
+            ended_count[active] += ended.sum(dim=1)
 
         live = ends.to(torch.uint8).argsort(dim=1, stable=True)[:, :k]  # non-EOS first, in rank order
         scores, parent, token = top.gather(1, live), parent.gather(1, live), token.gather(1, live)
 
         reachable = scores.max(dim=1).values / length_penalty(limits[active] + 1, alpha)
         done = (finished.worst(active) >= reachable) | (limits[active] <= step)
+        if enough is not None:
+            done |= ended_count[active] >= enough
         if done.all():
             break
         keep = None

@@ -1,4 +1,6 @@
-"""Export to CTranslate2: the engine's greedy translations equal zoo's, token for token."""
+"""Export to CTranslate2: the engine's greedy and beam translations equal zoo's, token for token."""
+
+from dataclasses import replace
 
 import pytest
 
@@ -31,14 +33,18 @@ def trained_run(request, tmp_path_factory):
     return out, task
 
 
-def test_ctranslate2_greedy_equals_zoo_greedy(trained_run, tmp_path):
+@pytest.mark.parametrize("beam", [1, 4])
+def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam):
+    """Greedy, and beam 4 without a length penalty: CTranslate2 then stops a sentence when its
+    top-ranked candidate ends, zoo when no live beam can beat a finished hypothesis (the same
+    result; with a penalty their formulas differ: GNMT's against length ** alpha)."""
     run, task = trained_run
     exported = export.main([str(run), "--format", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", "last"])
     translator = load_translator(TrainedModelOptions(run=str(run), checkpoint="last"))
-    tokenizer, decode = translator.tokenizer, translator.cfg.decode
+    tokenizer, decode = translator.tokenizer, replace(translator.cfg.decode, alpha=0.0)
     sources = [task.data.split("test").pairs.src.row(i) for i in range(SENTENCES)]
     with evaluation(translator.model) as model:
-        ours = translate_ids(model, sources, decode, beam_size=1, max_tokens=4096)
+        ours = translate_ids(model, sources, decode, beam_size=beam, max_tokens=4096)
 
     engine = ctranslate2.Translator(str(exported), intra_threads=1)
     pieces = [tokenizer.pieces(ids) for ids in sources]
@@ -46,8 +52,8 @@ def test_ctranslate2_greedy_equals_zoo_greedy(trained_run, tmp_path):
     theirs = []
     for source, ids in zip(pieces, sources):  # zoo's limit: a |src| + b tokens, EOS counted in |src|
         limit = int(decode.max_len_a * (len(ids) + 1) + decode.max_len_b)
-        result = engine.translate_batch([source], beam_size=1, max_decoding_length=limit,
-                                        suppress_sequences=[["<s>"], ["<pad>"]])
+        result = engine.translate_batch([source], beam_size=beam, length_penalty=0.0,
+                                        max_decoding_length=limit, suppress_sequences=[["<s>"], ["<pad>"]])
         theirs.append([vocabulary[piece] for piece in result[0].hypotheses[0]])
     assert ours == theirs
     assert sum(len(ids) < len(src) + 1 + decode.max_len_b for ids, src in zip(ours, sources)) >= SENTENCES // 2

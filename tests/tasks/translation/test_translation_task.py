@@ -77,8 +77,18 @@ def test_tiny_model_learns_the_synthetic_corpus(trained_run):
 def test_evaluate_cli_scores_the_test_split(trained_run, capsys):
     out, _, _ = trained_run
     result = evaluate.main([str(out), "--checkpoint", "last", "--beam_size", "2"])
-    assert result["sentences"] == 100 and result["bleu"] >= 15.0
+    assert result["sentences"] == 100 and result["bleu"] >= 15.0 and result["patience"] == 0.0
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in capsys.readouterr().out  # the signature
+    patient = evaluate.main([str(out), "--checkpoint", "last", "--beam_size", "2", "--patience", "1"])
+    assert patient["patience"] == 1.0 and abs(patient["bleu"] - result["bleu"]) < 3.0
+
+
+def test_evaluate_cli_refuses_a_negative_patience(trained_run, capsys):
+    out, _, _ = trained_run
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([str(out), "--checkpoint", "last", "--patience", "-1"])
+    assert exit_info.value.code == 2
+    assert "patience" in capsys.readouterr().err
 
 
 def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
@@ -99,9 +109,9 @@ def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
 
 
 @pytest.mark.parametrize("cli, options", [
-    (evaluate, ["--run", "--checkpoint", "--beam_size", "--device", "--precision", "--split", "--alpha",
+    (evaluate, ["--run", "--checkpoint", "--beam_size", "--patience", "--device", "--precision", "--split", "--alpha",
                 "--data_dir", "--output"]),
-    (translate, ["--run", "--checkpoint", "--beam_size", "--input", "--output", "--max_tokens",
+    (translate, ["--run", "--checkpoint", "--beam_size", "--patience", "--input", "--output", "--max_tokens",
                  "--truncate", "--plot_attention"]),
 ])
 def test_help_lists_every_option(cli, options, capsys):

@@ -109,3 +109,49 @@ def test_beams_share_one_copy_of_the_cross_attention_keys_and_of_their_histories
     (_, sentences, rows), = cross  # one storage at every step
     assert (sentences, rows) == (1, 4)
     assert len(set(history)) == 1 and len(history) >= 8  # within the first capacity (16 steps)
+
+
+class ScriptedModel:
+    """An encoder-decoder whose next-token probabilities are a table keyed by the prefix
+    (uncached decoding only): a search's choices can be worked out by hand."""
+
+    max_len = 64
+
+    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], vocab: int = 6) -> None:
+        self.table, self.vocab = table, vocab
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.zeros(src.shape[0], 1, 1), torch.ones(src.shape[0], 1, 1, 1, dtype=torch.bool)
+
+    def decode(self, tgt_in, memory, memory_mask, cache=None) -> torch.Tensor:
+        logits = torch.full((tgt_in.shape[0], tgt_in.shape[1], self.vocab), -30.0)
+        for row, prefix in enumerate(tgt_in[:, 1:].tolist()):
+            for token, p in self.table.get(tuple(prefix), {EOS: 1.0}).items():
+                logits[row, -1, token] = torch.tensor(p).log()
+        return logits
+
+
+def test_patience_stops_once_enough_hypotheses_ended_and_may_miss_a_better_one():
+    """Beam 2, no length penalty. Step 0 ends [] (log .3) and keeps a, b; step 1 ends [b]
+    (a second hypothesis) and keeps [a a] (log .35). Patience 1 (two ended) stops there with
+    []; the exact rule sees that [a a] may still beat it and finds [a a] (log .3465)."""
+    a, b = 4, 5
+    model = ScriptedModel({(): {EOS: 0.3, a: 0.5, b: 0.2}, (a,): {a: 0.7, EOS: 0.3},
+                           (b,): {EOS: 0.9, a: 0.05, b: 0.05}, (a, a): {EOS: 0.99, a: 0.01}})
+    kwargs = dict(beam_size=2, alpha=0.0, max_len_b=5, use_cache=False, **SPECIALS)
+    exact = beam_search(model, torch.tensor([[a]]), **kwargs).nbest()[0][0]
+    patient = beam_search(model, torch.tensor([[a]]), patience=1.0, **kwargs).nbest()[0][0]
+    assert exact[0] == [a, a] and abs(exact[1] - torch.tensor(0.5 * 0.7 * 0.99).log()) < 1e-5
+    assert patient[0] == [] and abs(patient[1] - torch.tensor(0.3).log()) < 1e-5
+    # Twice as patient (four ended hypotheses): it goes on to find [a a] too.
+    assert beam_search(model, torch.tensor([[a]]), patience=2.0, **kwargs).best() == [[a, a]]
+
+
+def test_ample_patience_changes_nothing(model, src):
+    """Patience only adds a way to stop: with more of it than hypotheses can end, the result is
+    the exact search's."""
+    kwargs = dict(beam_size=4, max_len_b=6, n_best=2, **SPECIALS)
+    exact, patient = beam_search(model, src, **kwargs), beam_search(model, src, patience=100.0, **kwargs)
+    assert torch.equal(exact.tokens, patient.tokens)
+    torch.testing.assert_close(exact.scores, patient.scores)
+
