@@ -1,4 +1,5 @@
 import itertools
+from unittest.mock import patch
 
 import pytest
 import torch
@@ -6,6 +7,7 @@ import torch
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode.beam import beam_search, length_penalty
 from zoo.decode.greedy import greedy_search
+from zoo.decode.state import DecodingState
 
 PAD, UNK, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.unk, SPECIAL_IDS.bos, SPECIAL_IDS.eos
 SPECIALS = dict(special=SPECIAL_IDS)
@@ -155,3 +157,24 @@ def test_ample_patience_changes_nothing(model, src):
     assert torch.equal(exact.tokens, patient.tokens)
     torch.testing.assert_close(exact.scores, patient.scores)
 
+
+@pytest.mark.parametrize("patience", [None, 1.0])
+def test_sequences_waiting_to_leave_the_batch_change_nothing(model, patience):
+    """40 sentences of 20 lengths stop at different steps, two or so at a time: they wait in the
+    batch, idle, until an eighth of it has stopped (12 leavings instead of 19). Each one's
+    hypotheses equal its own search's."""
+    g = torch.Generator().manual_seed(5)
+    src = torch.randint(4, 19, (40, 20), generator=g)
+    for i in range(40):
+        src[i, 1 + i % 20:] = PAD
+    kwargs = dict(beam_size=3, max_len_b=3, n_best=2, patience=patience, **SPECIALS)
+    leavings = []
+    select = DecodingState.select
+    with patch.object(DecodingState, "select", lambda self, rows, sources=None: (
+            leavings.append(sources) if sources is not None else None, select(self, rows, sources))):
+        batch = beam_search(model, src, **kwargs)
+    assert len(leavings) <= 15  # 19 when every stopped sentence leaves at once
+    for i in range(40):
+        alone = beam_search(model, src[i: i + 1, : int((src[i] != PAD).sum())], **kwargs)
+        assert [ids for ids, _ in alone.nbest()[0]] == [ids for ids, _ in batch.nbest()[i]]
+        torch.testing.assert_close(alone.scores[0], batch.scores[i])
