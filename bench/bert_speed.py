@@ -4,7 +4,8 @@ weights, pretraining steps timed in one interleaved run.
     python -m bench.bert_speed [--device cuda] [--preset tiny|mini|base] [--repeats 7] [--threads N]
 
 A step is what each library's users run: forward with both heads, MLM + NSP cross-entropy,
-backward, AdamW. Hugging Face computes the MLM logits at every position (`labels` = -100 where
+backward, AdamW as each library's training loop builds it (bench/optimizers.py: both take
+torch's fused kernel). Hugging Face computes the MLM logits at every position (`labels` = -100 where
 not masked); zoo computes them only at the masked ones (and, as an ablation, everywhere). Batches look like pretraining batches:
 128-token pairs, 10% of them shorter (padded), 15% of the tokens masked. Tokens/s count real
 tokens; ratios are zoo / Hugging Face (target >= 1.2x), fp32 and bf16 autocast.
@@ -22,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from transformers import BertConfig, BertForPreTraining
 
+from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.models.bert import build_bert, config_from_hf, state_from_hf
 
@@ -97,7 +99,8 @@ def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], di
     for precision in ("fp32", "bf16"):
         for name, (model, make) in steps.items():
             model.train()
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+            optimizer = (hf_trainer_optimizer(model, 1e-5) if name == "hf" else
+                         zoo_optimizer(model, "adamw", 1e-5, weight_decay=0.01))
             fns[f"{precision}/{name}"] = synced(make(model, b, optimizer, precision == "bf16"), device)
     times = interleaved_medians(fns, repeats=repeats, warmup=2)
     tokens = int(b["mask"].sum())

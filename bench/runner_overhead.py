@@ -24,6 +24,7 @@ from bench.timing import hardware
 from tasks.reverse.config import ReverseConfig
 from tasks.reverse.task import ReverseTask
 from zoo.train import RunContext, fit, move_to
+from zoo.train.optim import build_optimizer
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -36,8 +37,7 @@ def bare_loop(cfg: ReverseConfig, steps: int) -> None:
                           run_dir=Path("."), seed=cfg.train.seed))
     torch.manual_seed(cfg.train.seed)
     model = task.build_model()
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.optim.lr, betas=tuple(cfg.optim.betas),
-                                 eps=cfg.optim.eps)
+    optimizer = build_optimizer(model, cfg.optim)  # the runner's own: the loops differ in nothing else
     batches = task.train_batches(0)
     for _ in range(steps):
         batch = move_to(next(batches), torch.device("cpu"))

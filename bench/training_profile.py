@@ -22,7 +22,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from zoo.models import ModelConfig, build_model
+from zoo.train.config import OptimConfig
 from zoo.train.losses import label_smoothed_cross_entropy
+from zoo.train.optim import build_optimizer
 
 VOCAB, SOURCE_LEN, PAD = 8000, 14, 0
 TOKENS = 3800
@@ -40,7 +42,7 @@ def main() -> None:
     cfg = ModelConfig(encoder_layers=3, decoder_layers=3, dim=256, ffn_dim=1024, num_heads=4,
                       dropout=0.3, max_len=256)
     model = build_model(cfg, VOCAB, VOCAB, PAD).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98))
+    optimizer = build_optimizer(model, OptimConfig(name="adam", lr=1e-4, betas=[0.9, 0.98]))  # the runner's
     batch = TOKENS // (SOURCE_LEN + 1)
     src = torch.randint(PAD + 4, VOCAB, (batch, SOURCE_LEN))
     tgt = torch.randint(PAD + 4, VOCAB, (batch, SOURCE_LEN + 2))

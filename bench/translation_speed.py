@@ -23,10 +23,10 @@ all alike), at each thread count:
 
 Throughput is generated tokens per second (best hypotheses, EOS counted). Targets: >= 2.5x
 `generate` and >= 1.0x CTranslate2 fp32 at the same precision. `--train` times training instead
-(target tokens/s of forward + loss + backward + Adam against Marian, fp32 and bf16 autocast, at
-each thread count; bench/results/translation_train_speed.{json,md}). `--profile FILE`
-writes torch.profiler key averages of zoo's beam search on the preset, or on RUN with `--run` (one
-thread), instead.
+(target tokens/s of forward + loss + backward + Adam, each library's as its training loop builds
+it, against Marian, fp32 and bf16 autocast, at each thread count;
+bench/results/translation_train_speed.{json,md}). `--profile FILE` writes torch.profiler key
+averages of zoo's beam search on the preset, or on RUN with `--run` (one thread), instead.
 Writes bench/results/translation_speed.{json,md}.
 """
 
@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
+from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.timing import hardware, interleaved_medians
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search
@@ -98,11 +99,16 @@ def build_marian(p: Preset) -> MarianMTModel:
 SMOOTHING = 0.1  # the recipes' label smoothing, in both training steps
 
 
-def trainer(model: torch.nn.Module, loss_of, src: torch.Tensor, tgt_in: torch.Tensor,
-            tgt_out: torch.Tensor):
-    """One optimizer step per call: forward, summed label-smoothed token loss, backward, Adam."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+# The paper's Adam settings, in each library's optimizer as its training loop builds it
+# (bench/optimizers.py): zoo's runner and the Hugging Face Trainer both take torch's fused kernel.
+ADAM = dict(betas=(0.9, 0.98), eps=1e-9)
+OPTIMIZERS = {"zoo": lambda model: zoo_optimizer(model, "adam", 1e-4, **ADAM),
+              "marian": lambda model: hf_trainer_optimizer(model, 1e-4, **ADAM)}
 
+
+def trainer(model: torch.nn.Module, loss_of, src: torch.Tensor, tgt_in: torch.Tensor,
+            tgt_out: torch.Tensor, optimizer: torch.optim.Optimizer):
+    """One optimizer step per call: forward, summed label-smoothed token loss, backward, Adam."""
     def step() -> None:
         loss_of(model, src, tgt_in, tgt_out).backward()
         optimizer.step()
@@ -151,8 +157,9 @@ def training(p: Preset, threads: list[int], repeats: int) -> dict:
         torch.set_num_threads(n)
         fns = {}
         for precision in ("fp32", "bf16"):
-            fns[f"zoo/{precision}"] = autocast_step(trainer(ours, zoo_loss, src, tgt_in, tgt_out), precision)
-            fns[f"marian/{precision}"] = autocast_step(trainer(marian, marian_loss, src, tgt_in, tgt_out), precision)
+            for name, model, loss in (("zoo", ours, zoo_loss), ("marian", marian, marian_loss)):
+                fns[f"{name}/{precision}"] = autocast_step(
+                    trainer(model, loss, src, tgt_in, tgt_out, OPTIMIZERS[name](model)), precision)
         seconds = interleaved_medians(fns, repeats=repeats)
         out[n] = {precision: {"zoo_tokens_per_s": tokens / seconds[f"zoo/{precision}"],
                               "marian_tokens_per_s": tokens / seconds[f"marian/{precision}"],

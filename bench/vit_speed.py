@@ -2,8 +2,9 @@
 
     python -m bench.vit_speed [--device cuda] [--preset small|vit_small] [--repeats 7] [--compile]
 
-Training images/s (forward, cross-entropy, backward, AdamW step) and inference images/s, in fp32
-and under bf16 autocast. Ratios are ours / timm (>= 1.0 means zoo is at least as fast); the
+Training images/s (forward, cross-entropy, backward, AdamW step, each library's AdamW as its
+training script builds it), the same without the optimizer step (`fwd+bwd`: the models alone),
+and inference images/s, in fp32 and under bf16 autocast. Ratios are ours / timm (>= 1.0 means zoo is at least as fast); the
 target is >= 1.2x for training. `--compile` adds training rows with both models under
 torch.compile (the runner's train.compile), in the same round robin. Writes
 bench/results/vit_speed.{json,md}.
@@ -20,6 +21,7 @@ import torch.nn.functional as F
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
+from bench.optimizers import timm_optimizer, zoo_optimizer
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from tasks.vit.convert import vit_from_timm
 
@@ -30,14 +32,25 @@ PRESETS = {
 }
 
 
+# Each library's AdamW as its training script builds it (bench/optimizers.py), with the ViT
+# recipes' weight decay: zoo's runner takes torch's fused kernel, timm's train.py torch's default.
+OPTIMIZERS = {"zoo": lambda model: zoo_optimizer(model, "adamw", 1e-4, weight_decay=0.05),
+              "timm": lambda model: timm_optimizer(model, 1e-4, weight_decay=0.05)}
+
+
 def _train_step(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
-                optimizer: torch.optim.Optimizer, autocast: bool) -> Callable[[], None]:
+                optimizer: torch.optim.Optimizer | None, autocast: bool) -> Callable[[], None]:
+    """Forward, loss, backward and (given an optimizer) its step; without one the gradients are
+    dropped instead: the model's own share of a step."""
     def step() -> None:
         with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=autocast):
             loss = F.cross_entropy(model(images), labels)
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        if optimizer is not None:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            model.zero_grad(set_to_none=True)
     return step
 
 
@@ -65,18 +78,18 @@ def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tupl
     for precision in ("fp32", "bf16"):
         autocast = precision == "bf16"
         for name, model in models.items():
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
             fns[f"train/{precision}/{name}"] = synced(
-                _train_step(model, images, labels, optimizer, autocast), device)
+                _train_step(model, images, labels, OPTIMIZERS[name](model), autocast), device)
+            fns[f"fwd+bwd/{precision}/{name}"] = synced(
+                _train_step(model, images, labels, None, autocast), device)
             fns[f"infer/{precision}/{name}"] = synced(_infer_step(model, images, autocast), device)
             if compiled:
                 fns[f"train+compile/{precision}/{name}"] = synced(_train_step(
-                    torch.compile(model), images, labels, torch.optim.AdamW(model.parameters(), lr=1e-4),
-                    autocast), device)
+                    torch.compile(model), images, labels, OPTIMIZERS[name](model), autocast), device)
     # One interleaved round robin over all of them: load from other processes hits all alike.
     times = interleaved_medians(fns, repeats=repeats, warmup=2)
     rows = []
-    for kind in ("train", "infer") + (("train+compile",) if compiled else ()):
+    for kind in ("train", "fwd+bwd", "infer") + (("train+compile",) if compiled else ()):
         for precision in ("fp32", "bf16"):
             zoo_s, timm_s = times[f"{kind}/{precision}/zoo"], times[f"{kind}/{precision}/timm"]
             rows.append({"mode": kind, "precision": precision, "zoo_images_per_s": batch / zoo_s,

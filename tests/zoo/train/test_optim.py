@@ -65,3 +65,34 @@ def test_lr_scales_give_a_part_its_own_rate_under_the_schedule():
 def test_without_lr_scales_the_groups_are_the_two_of_old():
     opt = build_optimizer(nn.Linear(3, 3), OptimConfig(name="adam", lr=0.01))
     assert [(g["lr"], g["weight_decay"], len(g["params"])) for g in opt.param_groups] == [(0.01, 0.0, 1), (0.01, 0.0, 1)]
+
+
+def _noisy_steps(model: nn.Module, opt: torch.optim.Optimizer, steps: int, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        for p in model.parameters():
+            p.grad = torch.randn(p.shape, generator=g)
+        opt.step()
+
+
+def test_fused_adamw_follows_torchs_reference_adamw_and_resumes_its_state():
+    """The runner's (fused) AdamW takes the steps of torch's single-tensor AdamW, and picks up
+    an optimizer state saved by it (runs saved before the fused kernel resume)."""
+    torch.manual_seed(0)
+    ours, reference = nn.Linear(8, 8), nn.Linear(8, 8)
+    reference.load_state_dict(ours.state_dict())
+    cfg = OptimConfig(name="adamw", lr=0.01, weight_decay=0.1)
+    opt = build_optimizer(ours, cfg)
+    assert opt.defaults["fused"]
+    ref_opt = torch.optim.AdamW([{"params": [reference.weight], "weight_decay": 0.1},
+                                 {"params": [reference.bias], "weight_decay": 0.0}],
+                                lr=0.01, betas=tuple(cfg.betas), eps=cfg.eps, foreach=False)
+    _noisy_steps(ours, opt, 5, seed=1)
+    _noisy_steps(reference, ref_opt, 5, seed=1)
+    torch.testing.assert_close(ours.state_dict(), reference.state_dict())
+
+    resumed = build_optimizer(reference, cfg)
+    resumed.load_state_dict(ref_opt.state_dict())
+    _noisy_steps(ours, opt, 3, seed=2)
+    _noisy_steps(reference, resumed, 3, seed=2)
+    torch.testing.assert_close(ours.state_dict(), reference.state_dict())
