@@ -55,13 +55,15 @@ def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
 
 
 class FinishedHypotheses:
-    """The n best finished hypotheses of every sequence: scores (B, n), tokens (B, n, L)."""
+    """The n best finished hypotheses of every sequence: scores (B, n), tokens (B, n, L), and
+    how many hypotheses each has finished in all, `ended` (B,)."""
 
     def __init__(self, num_sequences: int, n_best: int, max_len: int, special: SpecialIds,
                  device: torch.device) -> None:
         self.scores = torch.full((num_sequences, n_best), float("-inf"), device=device)
         self.tokens = torch.full((num_sequences, n_best, max_len), special.pad, device=device,
                                  dtype=torch.long)
+        self.ended = torch.zeros(num_sequences, dtype=torch.long, device=device)
         self.special = special
 
     def add(self, sequences: Tensor, scores: Tensor, prefixes: Tensor) -> None:
@@ -75,6 +77,7 @@ class FinishedHypotheses:
         tokens = torch.cat([self.tokens[sequences], candidates], dim=1)
         self.scores[sequences] = best
         self.tokens[sequences] = tokens.gather(1, which[..., None].expand(-1, -1, tokens.shape[2]))
+        self.ended[sequences] += scores.isfinite().sum(dim=1)
 
     def worst(self, sequences: Tensor) -> Tensor:
         """(n,) the n_best-th score of each sequence (-inf while it has fewer)."""
@@ -99,6 +102,42 @@ def _first_step(state: DecodingState, active: Tensor, k: int) -> tuple[Tensor, T
     scores = torch.full((active.numel(), k), float("-inf"), device=active.device)
     scores[:, 0] = 0.0
     return scores, best.index_select(0, rows), best_token.index_select(0, rows)
+
+
+def _rank(scores: Tensor, best: Tensor, best_token: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The 2k best (beam, token) pairs of each of n sequences by summed log-probability, from
+    its beams' scores (n, k) and their best tokens (n k, width): the pairs' scores, parent rows
+    in the state and tokens, each (n, 2k), best first."""
+    n, width = scores.shape[0], best.shape[1]
+    top, index = (scores.view(-1, 1) + best).view(n, k * width).topk(2 * k, dim=1)
+    parent = index // width + torch.arange(n, device=scores.device)[:, None] * k
+    return top, parent, best_token.view(n, k * width).gather(1, index)
+
+
+def _stopped(finished: FinishedHypotheses, active: Tensor, scores: Tensor, limits: Tensor,
+             step: int, alpha: float, enough: int | None) -> Tensor:
+    """(n,) the sequences that stop after `step`: rule 4 (no live beam, scored (n, k), can beat
+    the n_best-th finished hypothesis), their length `limits`, or (with a patience) `enough`
+    ended hypotheses."""
+    reachable = scores.max(dim=1).values / length_penalty(limits + 1, alpha)
+    done = (finished.worst(active) >= reachable) | (limits <= step)
+    if enough is not None:
+        done |= finished.ended[active] >= enough
+    return done
+
+
+def _leave_or_wait(done: Tensor, active: Tensor, scores: Tensor, *per_sequence: Tensor
+                   ) -> tuple[Tensor | None, tuple[Tensor, ...]]:
+    """Stopped sequences (`done`, (n,)) leave together once they are a 1 /
+    STOPPED_SHARE_TO_LEAVE share: returns the sequences kept (None = all) and `active`, `scores`
+    and the other (n, ...) tensors cut to them. Until then they wait, their beams scored -inf:
+    idle, proposing nothing."""
+    if done.sum() * STOPPED_SHARE_TO_LEAVE >= done.numel():
+        keep = (~done).nonzero().squeeze(1)
+        return keep, tuple(x[keep] for x in (active, scores, *per_sequence))
+    if done.any():
+        scores = scores.masked_fill(done[:, None], float("-inf"))
+    return None, (active, scores, *per_sequence)
 
 
 @torch.inference_mode()
@@ -137,14 +176,10 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
 
     active = torch.arange(b, device=device)  # the sequence of each group of k rows
     enough = None if patience is None else max(1, round(patience * k))
-    ended_count = torch.zeros(b, dtype=torch.long, device=device)
     scores, best, best_token = _first_step(state, active, k)
     width = best.shape[1]
     for step in range(int(limits.max()) + 1):
-        n = active.numel()
-        top, index = (scores.view(-1, 1) + best).view(n, k * width).topk(2 * k, dim=1)
-        parent = index // width + torch.arange(n, device=device)[:, None] * k  # row in state
-        token = best_token.view(n, k * width).gather(1, index)
+        top, parent, token = _rank(scores, best, best_token, k)
         ends = token == special.eos
 
         ended = ends[:, :k] & top[:, :k].isfinite()
@@ -152,23 +187,14 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
             normalised = (top[:, :k] / length_penalty(step + 1, alpha)).masked_fill(~ended, float("-inf"))
             prefixes = state.tokens[:, 1:][parent[:, :k]]  # (n, k, step)
             finished.add(active, normalised, prefixes)
-            ended_count[active] += ended.sum(dim=1)
 
         live = ends.to(torch.uint8).argsort(dim=1, stable=True)[:, :k]  # non-EOS first, in rank order
         scores, parent, token = top.gather(1, live), parent.gather(1, live), token.gather(1, live)
 
-        reachable = scores.max(dim=1).values / length_penalty(limits[active] + 1, alpha)
-        done = (finished.worst(active) >= reachable) | (limits[active] <= step)
-        if enough is not None:
-            done |= ended_count[active] >= enough
+        done = _stopped(finished, active, scores, limits[active], step, alpha, enough)
         if done.all():
             break
-        keep = None
-        if done.sum() * STOPPED_SHARE_TO_LEAVE >= n:
-            keep = (~done).nonzero().squeeze(1)
-            active, scores, parent, token = active[keep], scores[keep], parent[keep], token[keep]
-        elif done.any():  # they wait in the batch, their beams scored -inf: idle, proposing nothing
-            scores = scores.masked_fill(done[:, None], float("-inf"))
+        keep, (active, scores, parent, token) = _leave_or_wait(done, active, scores, parent, token)
         state.select(parent.reshape(-1), sources=keep)
         state.append(token.reshape(-1))
         logprobs = state.next_logprobs(active.repeat_interleave(k), idle=scores.isneginf().view(-1))

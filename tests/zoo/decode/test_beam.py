@@ -159,12 +159,15 @@ def test_ample_patience_changes_nothing(model, src):
 
 
 @pytest.mark.parametrize("patience", [None, 1.0])
-def test_sequences_waiting_to_leave_the_batch_change_nothing(model, patience):
+def test_sequences_waiting_to_leave_the_batch_change_nothing(make_model, patience):
     """40 sentences of 20 lengths stop at different steps, two or so at a time: they wait in the
-    batch, idle, until an eighth of it has stopped (12 leavings instead of 19). Each one's
-    hypotheses equal its own search's."""
+    batch, idle, until an eighth of it has stopped (fewer leavings than with every stopped
+    sentence leaving at once). Each one's hypotheses equal its own search's. A vocabulary of 8,
+    so that hypotheses end early and patience stops sentences before their length limits (a
+    waiting sentence left searching would then find other hypotheses for 3 of them)."""
+    model = make_model(vocab=8, seed=2)
     g = torch.Generator().manual_seed(5)
-    src = torch.randint(4, 19, (40, 20), generator=g)
+    src = torch.randint(4, 8, (40, 20), generator=g)
     for i in range(40):
         src[i, 1 + i % 20:] = PAD
     kwargs = dict(beam_size=3, max_len_b=3, n_best=2, patience=patience, **SPECIALS)
