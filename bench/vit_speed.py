@@ -74,9 +74,9 @@ def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tupl
     models = {"zoo": ours.to(device), "timm": theirs.to(device)}
     images = torch.rand(batch, 3, spec["img_size"], spec["img_size"], device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
-    fns = {}
+    times = {}
     for precision in ("fp32", "bf16"):
-        autocast = precision == "bf16"
+        autocast, fns = precision == "bf16", {}
         for name, model in models.items():
             fns[f"train/{precision}/{name}"] = synced(
                 _train_step(model, images, labels, OPTIMIZERS[name](model), autocast), device)
@@ -86,8 +86,9 @@ def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tupl
             if compiled:
                 fns[f"train+compile/{precision}/{name}"] = synced(_train_step(
                     torch.compile(model), images, labels, OPTIMIZERS[name](model), autocast), device)
-    # One interleaved round robin over all of them: load from other processes hits all alike.
-    times = interleaved_medians(fns, repeats=repeats, warmup=2)
+        # One interleaved round robin per precision: load from other processes hits all alike,
+        # and no step runs amid steps of the other precision (as no training run does).
+        times.update(interleaved_medians(fns, repeats=repeats, warmup=2))
     rows = []
     for kind in ("train", "fwd+bwd", "infer") + (("train+compile",) if compiled else ()):
         for precision in ("fp32", "bf16"):
