@@ -107,7 +107,15 @@ class Runner:
         if self.run.is_main:
             outcome = self.directory.prepare(to_yaml(cfg), resume=self.tc.resume)
         outcome = broadcast_object(outcome, self.run)
+        try:
+            self._build(cfg, task, outcome)
+        except BaseException:
+            self.directory.release()  # a failed set-up (bad data, say) leaves the directory free
+            raise
 
+    # ----- set-up -------------------------------------------------------------------------
+    def _build(self, cfg: RunConfig, task: Task, outcome: str) -> None:
+        """The task's data, the model, optimizer, schedule and EMA, resumed when `outcome` says."""
         task.setup(self.run)
         if self.run.is_main:
             self.directory.write_config(to_yaml(cfg))
@@ -133,7 +141,6 @@ class Runner:
         self.stop = StopRequest()
         self.skipped_in_a_row = 0
 
-    # ----- set-up -------------------------------------------------------------------------
     def _wrap(self, model: nn.Module) -> nn.Module:
         if self.tc.compile:
             model = torch.compile(model)

@@ -124,3 +124,13 @@ def test_best_survives_a_crash_between_the_step_save_and_evaluation(tiny_cfg):
     tiny_cfg.train.max_steps = 6
     fit(tiny_cfg, Worse(tiny_cfg))
     assert load_checkpoint(run / "checkpoints" / "best.pt")["best"] == best
+
+
+def test_a_failed_set_up_leaves_the_directory_free(tiny_cfg):
+    class FailingSetup(ToyTask):
+        def setup(self, run):
+            raise UserError("data: no such file")
+
+    with pytest.raises(UserError, match="no such file"):
+        fit(tiny_cfg, FailingSetup(tiny_cfg))
+    fit(tiny_cfg, ToyTask(tiny_cfg))  # in the same process: the lock was released
