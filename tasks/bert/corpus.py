@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from tasks.bert.documents import Document
+from zoo.data.documents import Document
 
 SYLLABLES = ("ka", "lo", "mir", "ten", "va", "dor", "si", "bel", "run", "tho", "ga", "nes", "pra",
              "wil", "zo", "mek", "ari", "fen", "lu", "cor")

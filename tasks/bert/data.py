@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tasks.bert.config import SOURCES, DataConfig
 from tasks.bert.corpus import synthetic_documents
-from tasks.bert.documents import Document, read_documents, wiki_files
+from zoo.data.documents import Document, read_documents, wiki_files
 from tasks.bert.examples import PretrainingExamples, TokenizedCorpus
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.config import UserError

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tasks.bert.config import DataConfig
 from tasks.bert.data import EVAL_SEED, load_documents, make_examples
-from tasks.bert.documents import read_documents
+from zoo.data.documents import read_documents
 from tasks.bert.hf import LoadedBert, load_bert
 from tasks.bert.task import score_examples
 from zoo.cli import main_guard

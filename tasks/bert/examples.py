@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tasks.bert.documents import Document
+from zoo.data.documents import Document
 from zoo.config import UserError
 from zoo.data.batching import shard
 

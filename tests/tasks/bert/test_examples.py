@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.bert.documents import Document
+from zoo.data.documents import Document
 from tasks.bert.examples import (IGNORE_INDEX, NSP_CONTINUATION, NSP_RANDOM, PretrainingExamples,
                                  TokenizedCorpus, create_pairs, mask_tokens)
 

@@ -1,5 +1,6 @@
-"""Documents for BERT pretraining: lists of sentences, read from WikiExtractor output, plain
-text or WikiText, with the sentence boundaries that next-sentence prediction needs.
+"""Documents as lists of sentences, read from WikiExtractor output, plain text or WikiText: the
+sentence boundaries BERT's next-sentence prediction needs, and the unlabeled sentences a parser
+reads for self-training (tasks.parsing.silver).
 
 Sentences are split by Bling Fire (`blingfire.text_to_sentences`): its model ships inside the
 wheel, so splitting works offline, and it runs at about 30 MB/s on one core. Lines are

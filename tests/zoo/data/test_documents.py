@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.bert.documents import read_documents, split_sentences
+from zoo.data.documents import read_documents, split_sentences
 from zoo.config import UserError
 
 WIKI = """<doc id="1" url="http://en.wikipedia.org/wiki?curid=1" title="Lobster">
