@@ -74,6 +74,17 @@ class DataConfig:
     max_train_words: int = field(default=0, metadata={"help": "drop longer training sentences (0 = keep all)"})
     unk_prob: float = field(default=0.5, metadata={
         "help": "replace training words seen once by <unk> with this probability (so <unk> is learned)"})
+    extra_train: list[str] = field(default_factory=list, metadata={
+        "help": "bracketed tree files added to the training trees, e.g. a parser's own parses of "
+                "unlabeled text (python -m tasks.parsing.silver) for self-training; their tags and "
+                "labels must be the treebank's, the vocabulary stays the treebank's"})
+    upsample_primary: int = field(default=1, metadata={
+        "help": "repeat the treebank's training trees this many times beside data.extra_train "
+                "(fairseq's --upsample-primary)"})
+
+    def check(self) -> None:
+        if self.upsample_primary < 1:
+            raise Invalid("upsample_primary", f"must be at least 1, not {self.upsample_primary}")
 
 
 @dataclass

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 from nltk import Tree
+from nltk.tokenize import TreebankWordTokenizer
 from torch import Tensor
 
 from tasks.parsing.config import DataConfig
@@ -25,7 +26,7 @@ from tasks.parsing.grammar import grammar_treebank
 from tasks.parsing.linearize import WORD, BracketSymbols, linearize
 from tasks.parsing.pieces import BertSpec, WordPieces
 from tasks.parsing.spans import tree_spans
-from tasks.parsing.trees import SPLITS, is_phrase, load_trees, split_files
+from tasks.parsing.trees import SPLITS, clean, is_phrase, load_trees, read_mrg, split_files
 from zoo.config import UserError
 from zoo.data.paths import resolve_data_dir
 from zoo.data.special import SPECIAL_IDS
@@ -52,6 +53,17 @@ def load_treebank(cfg: DataConfig) -> dict[str, list[Tree]]:
             raise UserError(f"data.data_dir (or $ZOO_DATA_DIR) is not set: where is {path}?")
         path = data_dir / path
     return {split: load_trees(split_files(cfg.source, path, split)) for split in SPLITS}
+
+
+_TOKENIZER = TreebankWordTokenizer()
+# A bare bracket would make a printed tree unreadable: the Treebank writes -LRB- / -RRB-.
+_BRACKETS = {"(": "-LRB-", ")": "-RRB-"}
+
+
+def treebank_tokens(sentence: str) -> list[str]:
+    """The words of a sentence as the Penn Treebank has them (nltk's Treebank tokenizer:
+    "don't" -> "do n't", quotes as `` and '', the final period split off; brackets escaped)."""
+    return [_BRACKETS.get(word, word) for word in _TOKENIZER.tokenize(sentence)]
 
 
 def _index(items: list[str]) -> dict[str, int]:
@@ -112,6 +124,31 @@ class Vocab:
         return BracketSymbols(torch.arange(first, first + n), torch.arange(first + n, first + 2 * n),
                               word_id=self.symbol_index[WORD], eos_id=SPECIAL_IDS.eos,
                               vocab_size=len(self.symbols))
+
+
+def read_extra_trees(paths: list[str], vocab: Vocab) -> list[Tree]:
+    """The cleaned trees of `data.extra_train` files.
+
+    Raises:
+        UserError: a missing file, a malformed tree, or a tag or label the treebank's vocabulary
+            lacks (named with the file and the tree's line).
+    """
+    trees = []
+    for name in paths:
+        path = Path(name)
+        if not path.is_file():
+            raise UserError(f"data.extra_train: {path} is not a file")
+        for line, raw in read_mrg(path):
+            tree = clean(raw)
+            if tree is None:
+                continue
+            unknown = ({tag for _, tag in tree.pos()} - set(vocab.tags)) | \
+                ({label for _, _, label in tree_spans(tree)} - set(vocab.labels))
+            if unknown:
+                raise UserError(f"{path}:{line}: {', '.join(sorted(unknown))}: not a tag or label of the "
+                                "treebank (data.extra_train trees must use the treebank's)")
+            trees.append(tree)
+    return trees
 
 
 @dataclass

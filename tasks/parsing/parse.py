@@ -14,9 +14,8 @@ from pathlib import Path
 
 import torch
 from nltk import Tree
-from nltk.tokenize import TreebankWordTokenizer
 
-from tasks.parsing.data import chart_input
+from tasks.parsing.data import chart_input, treebank_tokens
 from tasks.parsing.draw import plot_span_scores, plot_tree
 from tasks.parsing.inference import Parser, TrainedParserOptions, load_parser
 from tasks.parsing.linearize import linearize
@@ -28,8 +27,6 @@ from zoo.data.special import SPECIAL_IDS
 from zoo.plot import plot_cross_attention
 from zoo.train import evaluation
 
-
-BRACKETS = {"(": "-LRB-", ")": "-RRB-"}
 
 
 @dataclass
@@ -65,9 +62,7 @@ def main(argv: list[str] | None = None) -> list[str]:
             raise UserError(f"--{key}: only for the {kind} parser; {options.run} holds a {parser.cfg.model.kind} parser")
     # Bytes decoded line by line, so a line that is not UTF-8 is named (file or stdin, line).
     lines = read_lines(Path(options.input)) if options.input else stdin_lines()
-    tokenize = str.split if options.pretokenized else TreebankWordTokenizer().tokenize
-    # A bare bracket would make the printed tree unreadable: the Treebank's -LRB- / -RRB-.
-    sentences = [[BRACKETS.get(word, word) for word in tokenize(line)] for line in lines if line]
+    sentences = [line.split() if options.pretokenized else treebank_tokens(line) for line in lines if line]
     with evaluation(parser.model, parser.precision) as model:
         trees = parse(model, parser.vocab, sentences, parser.cfg)
     out = [tree.pformat(margin=sys.maxsize) for tree in trees]

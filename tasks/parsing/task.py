@@ -24,7 +24,7 @@ from torch.nn import functional as F
 
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import (VOCAB_ARTIFACT, ChartBatch, Encoded, Seq2SeqBatch, Vocab, chart_input, collate, encode,
-                                load_treebank, replace_rare, seq2seq_pieces)
+                                load_treebank, read_extra_trees, replace_rare, seq2seq_pieces)
 from tasks.parsing.evalb import EvalbResult, evalb
 from tasks.parsing.linearize import allowed_next, delinearize
 from tasks.parsing.model import build_model
@@ -163,18 +163,29 @@ class ParsingTask:
         limit = self.cfg.data.max_train_words
         train = [t for t in self.treebank["train"] if not limit or len(t.leaves()) <= limit]
         self.bert = load_hf_bert(self.cfg.model.pretrained) if self.cfg.model.pretrained else None
+        # The vocabulary is the treebank's alone, so parsers trained with and without extra trees
+        # share it and parse as one ensemble.
         self.vocab = Vocab.build(train, BertSpec.of(self.bert) if self.bert else None)
-        self.examples: list[Encoded] = [encode(t, self.vocab) for t in train]
-        fits = [max(n, m) <= self.cfg.model.max_len and not too_long(ex.words, self.cfg, self.vocab)
-                for ex, n, m in zip(self.examples, *self._lengths())]
-        if not all(fits):
-            print(f"dropped {fits.count(False)} training trees longer than model.max_len="
-                  f"{self.cfg.model.max_len} (with markers or as tree symbols) or than the BERT's positions",
-                  file=sys.stderr)
-            self.examples = [ex for ex, fit in zip(self.examples, fits) if fit]
-        counts = torch.bincount(torch.tensor([w for ex in self.examples for w in ex.word_ids]),
-                                minlength=len(self.vocab.words))
+        gold = self._fitting([encode(t, self.vocab) for t in train], "training trees")
+        # Rare words are counted in the treebank before upsampling, which would make none rare.
+        counts = torch.bincount(torch.tensor([w for ex in gold for w in ex.word_ids]), minlength=len(self.vocab.words))
         self.rare = set((counts == 1).nonzero().squeeze(1).tolist())
+        extra = [t for t in read_extra_trees(self.cfg.data.extra_train, self.vocab) if not limit or len(t.leaves()) <= limit]
+        self.examples: list[Encoded] = gold * self.cfg.data.upsample_primary + \
+            self._fitting([encode(t, self.vocab) for t in extra], "data.extra_train trees")
+        if extra:
+            print(f"training trees: {len(gold):,} of the treebank x {self.cfg.data.upsample_primary} + "
+                  f"{len(self.examples) - len(gold) * self.cfg.data.upsample_primary:,} of data.extra_train",
+                  file=sys.stderr)
+
+    def _fitting(self, examples: list[Encoded], what: str) -> list[Encoded]:
+        """The examples the model can read, the others dropped and counted."""
+        fits = [max(n, m) <= self.cfg.model.max_len and not too_long(ex.words, self.cfg, self.vocab)
+                for ex, n, m in zip(examples, *self._lengths(examples))]
+        if not all(fits):
+            print(f"dropped {fits.count(False)} {what} longer than model.max_len={self.cfg.model.max_len} "
+                  "(with markers or as tree symbols) or than the BERT's positions", file=sys.stderr)
+        return [ex for ex, fit in zip(examples, fits) if fit]
 
     def artifacts(self) -> dict[str, bytes]:
         return {VOCAB_ARTIFACT: self.vocab.to_json()}
@@ -186,13 +197,13 @@ class ParsingTask:
             model.bert.encoder.load_state_dict(self.bert.model.encoder.state_dict())
         return model
 
-    def _lengths(self) -> tuple[list[int], list[int]]:
-        words = [len(ex.words) + (2 if self.cfg.model.kind == "chart" else 1) for ex in self.examples]
-        targets = words if self.cfg.model.kind == "chart" else [len(ex.symbol_ids) + 1 for ex in self.examples]
+    def _lengths(self, examples: list[Encoded]) -> tuple[list[int], list[int]]:
+        words = [len(ex.words) + (2 if self.cfg.model.kind == "chart" else 1) for ex in examples]
+        targets = words if self.cfg.model.kind == "chart" else [len(ex.symbol_ids) + 1 for ex in examples]
         return words, targets
 
     def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[ChartBatch | Seq2SeqBatch]:
-        batches = token_batches(*self._lengths(), self.cfg.data.max_tokens, seed=self.cfg.train.seed, epoch=epoch)
+        batches = token_batches(*self._lengths(self.examples), self.cfg.data.max_tokens, seed=self.cfg.train.seed, epoch=epoch)
         mine = shard(batches, self.run.rank, self.run.world_size)
         for index in range(start, len(mine)):
             examples = [self.examples[i] for i in mine[index]]

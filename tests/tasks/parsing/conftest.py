@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from nltk import Tree
 
 from tasks.parsing.config import DataConfig, ModelConfig, ParsingConfig
+from tasks.parsing import train
 from tasks.parsing.grammar import grammar_treebank
 from zoo.train import OptimConfig, ScheduleConfig, TrainConfig
 
@@ -31,3 +34,12 @@ def handful() -> dict[str, list[Tree]]:
     """Eight short grammar trees as train, dev and test (to be learned by heart)."""
     trees = [t for t in grammar_treebank(5, (200, 0, 0))["train"] if len(t.leaves()) <= 12][:8]
     return {"train": trees, "dev": trees, "test": trees}
+
+
+def tiny_chart_run(out: Path, *extra: str) -> Path:
+    """A chart parser trained 4 steps on 40 grammar trees through the train CLI (seconds)."""
+    train.main([f"--train.out_dir={out}", "--train.max_steps=4", "--train.eval_every=0", "--train.save_every=0",
+                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1",
+                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1",
+                *extra])
+    return out

@@ -15,6 +15,7 @@ from tasks.parsing import evaluate, parse, train
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import chart_input
 from tasks.parsing.inference import TrainedParserOptions, load_parser
+from tests.tasks.parsing.conftest import tiny_chart_run
 from zoo.config import load_config
 
 REPO = Path(__file__).resolve().parents[3]
@@ -31,17 +32,9 @@ def test_recipes_load(name: str) -> None:
     assert cfg.data.source in ("sample", "wsj")
 
 
-def _tiny_chart_run(out: Path, *extra: str) -> Path:
-    train.main([f"--train.out_dir={out}", "--train.max_steps=4", "--train.eval_every=0", "--train.save_every=0",
-                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1",
-                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1",
-                *extra])
-    return out
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    return _tiny_chart_run(tmp_path_factory.mktemp("run"))
+    return tiny_chart_run(tmp_path_factory.mktemp("run"))
 
 
 def test_train_ends_with_a_test_score(run_dir: Path) -> None:
@@ -100,7 +93,7 @@ def test_a_picture_for_the_other_parser_kind_is_refused_before_parsing(run_dir: 
 
 
 def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(run_dir: Path, tmp_path: Path) -> None:
-    other = _tiny_chart_run(tmp_path / "seed1", "--train.seed=1")
+    other = tiny_chart_run(tmp_path / "seed1", "--train.seed=1")
     ensemble = load_parser(TrainedParserOptions(run=str(run_dir), ensemble=str(other)))
     members = [load_parser(TrainedParserOptions(run=str(run))).model.eval() for run in (run_dir, other)]
     x = chart_input([["the", "dog", "saw", "a", "cat"], ["she", "smiled"]], ensemble.vocab)
@@ -123,7 +116,7 @@ def test_evaluate_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(run_d
 
 def test_an_ensemble_of_other_kinds_or_vocabularies_is_refused(run_dir: Path, seq2seq_run: Path, tmp_path: Path,
                                                                 capsys) -> None:
-    other_treebank = _tiny_chart_run(tmp_path / "other", "--data.grammar_sizes=[30,5,5]", "--data.grammar_seed=3")
+    other_treebank = tiny_chart_run(tmp_path / "other", "--data.grammar_sizes=[30,5,5]", "--data.grammar_seed=3")
     for member, message in ((seq2seq_run, "ensembles are of chart parsers only"),
                             (other_treebank, "another treebank vocabulary")):
         with pytest.raises(SystemExit) as stop:
