@@ -20,6 +20,8 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    # mkstemp makes the file private (0600); the finished file gets the mode open() would give it.
+    os.fchmod(fd, 0o666 & ~_umask())
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -34,6 +36,12 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
 
 
 def clean_partial_writes(directory: str | Path) -> list[Path]:
