@@ -36,6 +36,9 @@ class ModelConfig:
     char_dim: int = field(default=32, metadata={
         "help": "chart: character embedding width of the character CNN added to word embeddings (0 = words only)"})
     label_hidden: int = field(default=256, metadata={"help": "chart: hidden width of the span label MLP"})
+    partitioned: bool = field(default=False, metadata={
+        "help": "chart: Kitaev & Klein's factored encoder: content (words, characters, BERT) and "
+                "positions as two halves of dim that attention and FFNs keep apart (zoo.blocks.partitioned)"})
     word_pointer: bool = field(default=False, metadata={
         "help": "seq2seq: add the encoder's state of the next word to attach (the count of XX so "
                 "far) to every decoder input; not in the paper (see tasks/parsing/model.py)"})
@@ -57,6 +60,10 @@ class ModelConfig:
             raise Invalid("pretrained_lr_scale", f"must be > 0, not {self.pretrained_lr_scale}")
         if self.dim % 2:
             raise Invalid("dim", f"must be even (the chart parser splits it in two halves), not {self.dim}")
+        if self.partitioned and self.kind != "chart":
+            raise Invalid("partitioned", "only the chart parser has a factored encoder")
+        if self.partitioned and self.dim % (2 * self.num_heads):
+            raise Invalid("dim", f"a factored encoder needs dim divisible by 2 x num_heads, not {self.dim}")
 
 
 @dataclass

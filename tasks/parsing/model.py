@@ -9,6 +9,11 @@ differences [f_j - f_i ; b_i - b_j]. A two-layer MLP scores every non-empty labe
 the empty label scores 0. Part-of-speech tags come from a linear classifier on each word's
 output, not from the span classifier (as in Kitaev et al., 2019).
 
+Factored (`model.partitioned`, K&K's section 3.1): words, characters and BERT make a content
+vector of D/2, positions the other D/2, and the encoder keeps them apart
+(zoo.blocks.partitioned); its output is then interleaved as benepar does, so that the forward
+and backward halves each read content and position features.
+
 With a pretrained BERT (`model.pretrained`), its last layer at each word's first WordPiece,
 projected to D, is added to the word's input, and the BERT is fine-tuned with the parser (Kitaev
 et al., 2019, keep the self-attentive layers above it as well). The seq2seq parser may read one
@@ -25,7 +30,8 @@ from torch import Tensor, nn
 from tasks.parsing.config import KINDS, ModelConfig
 from tasks.parsing.data import Vocab
 from tasks.parsing.linearize import WORD
-from zoo.blocks import Encoder, LayerSpec, SequenceEmbedding, init_transformer_, padding_mask
+from zoo.blocks import (ConcatPositions, Encoder, LayerSpec, SequenceEmbedding, TokenEmbedding, init_transformer_,
+                        padding_mask, partition_)
 from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS
 from zoo.blocks.cache import DecoderCache
@@ -82,18 +88,21 @@ class ChartParser(_ReadsBert, nn.Module):
     """Span label scores (B, n+1, n+1, L) with label 0 = empty fixed at 0, and tag logits (B, n, K).
 
     Args:
-        embed: word ids -> (B, T, D) with positions. chars: a CharCNN or None.
-        encoder: the self-attentive encoder. label_mlp: (.., D) span -> (.., L - 1).
-        tagger: (.., D) word -> (.., K). bert: a BertReader or None.
+        embed: word ids -> (B, T, D) with positions, or (B, T, D/2) content when factored.
+        chars: a CharCNN or None. encoder: the self-attentive encoder.
+        label_mlp: (.., D) span -> (.., L - 1). tagger: (.., D) word -> (.., K).
+        bert: a BertReader or None. positions: ConcatPositions for a factored encoder, or None.
     """
 
-    def __init__(self, embed: SequenceEmbedding, chars: CharCNN | None, encoder: Encoder,
-                 label_mlp: nn.Module, tagger: nn.Linear, *, max_len: int, bert: BertReader | None = None) -> None:
+    def __init__(self, embed: SequenceEmbedding | TokenEmbedding, chars: CharCNN | None, encoder: Encoder,
+                 label_mlp: nn.Module, tagger: nn.Linear, *, max_len: int, bert: BertReader | None = None,
+                 positions: ConcatPositions | None = None) -> None:
         super().__init__()
         self.embed, self.chars, self.encoder = embed, chars, encoder
         self.label_mlp, self.tagger = label_mlp, tagger
         self.max_len = max_len
         self.bert = bert
+        self.positions = positions
 
     def forward(self, words: Tensor, chars: Tensor, pieces: Tensor | None = None,
                 first: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -104,7 +113,11 @@ class ChartParser(_ReadsBert, nn.Module):
             if pieces is None or first is None:
                 raise ValueError("this parser reads a BERT: give the sentences' pieces (ChartInput.model_inputs)")
             x = x + self.bert(pieces, first)
+        if self.positions is not None:
+            x = self.positions(x)
         h = self.encoder(x, pad_mask=padding_mask(words, SPECIAL_IDS.pad))
+        if self.positions is not None:  # [content ; position] -> halves that each read both
+            h = torch.cat([h[..., 0::2], h[..., 1::2]], dim=-1)
         half = h.shape[-1] // 2
         forward, backward = h[:, :-1, :half], h[:, 1:, half:]  # fenceposts 0..n: (B, n+1, D/2)
         spans = torch.cat([forward[:, None, :, :] - forward[:, :, None, :],
@@ -224,14 +237,23 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
         return Seq2SeqParser(model, word_id=vocab.symbol_index[WORD] if cfg.word_pointer else None, bert=bert)
     spec = LayerSpec(cfg.dim, cfg.num_heads, cfg.ffn_dim, dropout=cfg.dropout,
                      attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm)
-    embed = SequenceEmbedding(len(vocab.words), cfg.dim, max_len=cfg.max_len, padding_idx=SPECIAL_IDS.pad,
-                              positions=cfg.positions, dropout=cfg.dropout)
-    chars = CharCNN(len(vocab.chars), cfg.char_dim, cfg.dim) if cfg.char_dim else None
+    content = cfg.dim // 2 if cfg.partitioned else cfg.dim
+    if cfg.partitioned:
+        embed = TokenEmbedding(len(vocab.words), content, padding_idx=SPECIAL_IDS.pad)
+    else:
+        embed = SequenceEmbedding(len(vocab.words), cfg.dim, max_len=cfg.max_len, padding_idx=SPECIAL_IDS.pad,
+                                  positions=cfg.positions, dropout=cfg.dropout)
+    chars = CharCNN(len(vocab.chars), cfg.char_dim, content) if cfg.char_dim else None
     encoder = init_transformer_(Encoder.uniform(cfg.encoder_layers, spec))
+    positions = None
+    if cfg.partitioned:
+        partition_(encoder)
+        positions = ConcatPositions(cfg.max_len, cfg.dim, positions=cfg.positions, dropout=cfg.dropout)
     label_mlp = nn.Sequential(nn.Linear(cfg.dim, cfg.label_hidden), nn.LayerNorm(cfg.label_hidden),
                               nn.ReLU(), nn.Linear(cfg.label_hidden, len(vocab.labels) - 1))
     return ChartParser(embed, chars, encoder, label_mlp, nn.Linear(cfg.dim, len(vocab.tags)),
-                       max_len=cfg.max_len, bert=bert_reader(vocab, cfg.dim, cfg.pretrained_lr_scale))
+                       max_len=cfg.max_len, bert=bert_reader(vocab, content, cfg.pretrained_lr_scale),
+                       positions=positions)
 
 
 def bert_reader(vocab: Vocab, dim: int, lr_scale: float = 1.0) -> BertReader | None:

@@ -6,7 +6,8 @@ import pytest
 import torch
 from nltk import Tree
 
-from tasks.parsing.data import Vocab
+from tasks.parsing.data import Vocab, chart_input
+from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.model import build_model
 from tasks.parsing.task import ParsingTask, hinge_loss, parse, score_trees
 from tests.tasks.parsing.conftest import tiny_config
@@ -41,9 +42,10 @@ def test_constrained_search_of_an_untrained_model_gives_well_formed_trees(handfu
         assert symbols.count("(XX") == len(words)
 
 
-@pytest.mark.parametrize("kind, steps", [("chart", 60), ("seq2seq", 250)])
-def test_tiny_model_learns_a_handful_of_trees_by_heart(handful, tmp_path, kind, steps) -> None:
+@pytest.mark.parametrize("kind, steps, partitioned", [("chart", 60, False), ("chart", 60, True), ("seq2seq", 250, False)])
+def test_tiny_model_learns_a_handful_of_trees_by_heart(handful, tmp_path, kind, steps, partitioned) -> None:
     cfg = tiny_config(kind, str(tmp_path / kind), steps)
+    cfg.model.partitioned = partitioned
     task = ParsingTask(cfg, handful)
     result = fit(cfg, task)
     assert result.metrics["f1"] == 100.0 and result.metrics["exact"] == 100.0
@@ -52,6 +54,17 @@ def test_tiny_model_learns_a_handful_of_trees_by_heart(handful, tmp_path, kind, 
     assert scored.all.f1 == 100.0
     if kind == "chart":
         assert predicted == handful["test"]  # tags too
+
+
+def test_a_factored_parser_reloads_as_it_was_trained(handful, tmp_path) -> None:
+    cfg = tiny_config("chart", str(tmp_path), 20)
+    cfg.model.partitioned = True
+    result = fit(cfg, ParsingTask(cfg, handful))
+    loaded = load_parser(TrainedParserOptions(run=str(tmp_path), checkpoint="last"))
+    assert any("parametrizations" in key for key in loaded.model.state_dict())
+    inputs = chart_input([t.leaves() for t in handful["test"]], loaded.vocab).model_inputs()
+    with evaluation(result.model) as trained, evaluation(loaded.model) as reloaded:
+        torch.testing.assert_close(reloaded(*inputs), trained(*inputs), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("kind", ["chart", "seq2seq"])
