@@ -7,7 +7,7 @@ import math
 from torch import Tensor, nn
 
 from zoo.blocks.dropout import Dropout
-from zoo.blocks.positions import POSITIONS
+from zoo.blocks.positions import build_positions
 
 
 class TokenEmbedding(nn.Embedding):
@@ -47,10 +47,8 @@ class SequenceEmbedding(nn.Module):
                  positions: str = "sinusoidal", dropout: float = 0.0,
                  token_embedding: TokenEmbedding | None = None) -> None:
         super().__init__()
-        if positions not in POSITIONS:
-            raise ValueError(f"unknown positions {positions!r}; choose from {sorted(POSITIONS)}")
         self.tokens = token_embedding or TokenEmbedding(vocab_size, dim, padding_idx=padding_idx)
-        self.positions = POSITIONS[positions](max_len, dim)
+        self.positions = build_positions(positions, max_len, dim)
         self.dropout = Dropout(dropout)
 
     def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:

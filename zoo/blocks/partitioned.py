@@ -23,7 +23,7 @@ from torch.nn.utils import parametrize
 from zoo.blocks.attention import MultiHeadAttention
 from zoo.blocks.dropout import Dropout
 from zoo.blocks.ffn import FeedForward
-from zoo.blocks.positions import POSITIONS
+from zoo.blocks.positions import build_positions
 from zoo.blocks.stacks import Encoder
 
 
@@ -85,9 +85,7 @@ class ConcatPositions(nn.Module):
 
     def __init__(self, max_len: int, dim: int, *, positions: str = "learned", dropout: float = 0.0) -> None:
         super().__init__()
-        if positions not in POSITIONS:
-            raise ValueError(f"unknown positions {positions!r}; choose from {sorted(POSITIONS)}")
-        self.positions = POSITIONS[positions](max_len, dim - dim // 2)
+        self.positions = build_positions(positions, max_len, dim - dim // 2)
         self.dropout = Dropout(dropout)
 
     def forward(self, content: Tensor) -> Tensor:

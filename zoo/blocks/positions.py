@@ -52,6 +52,13 @@ POSITIONS: dict[str, type[nn.Module]] = {"sinusoidal": SinusoidalPositions,
                                          "learned": LearnedPositions}
 
 
+def build_positions(kind: str, max_len: int, dim: int) -> nn.Module:
+    """The POSITIONS entry `kind` for `max_len` positions of width `dim`."""
+    if kind not in POSITIONS:
+        raise ValueError(f"unknown positions {kind!r}; choose from {sorted(POSITIONS)}")
+    return POSITIONS[kind](max_len, dim)
+
+
 def resample_grid(table: Tensor, new_grid: tuple[int, int]) -> Tensor:
     """Bicubically resample an (N, D) position table laid out on a square grid to `new_grid`.
 
