@@ -162,7 +162,8 @@ class ParsingTask:
         self.treebank = self.treebank or load_treebank(self.cfg.data)
         limit = self.cfg.data.max_train_words
         train = [t for t in self.treebank["train"] if not limit or len(t.leaves()) <= limit]
-        self.bert = load_hf_bert(self.cfg.model.pretrained) if self.cfg.model.pretrained else None
+        # The parser reads the last layer alone: a bare encoder checkpoint (BertModel) will do.
+        self.bert = load_hf_bert(self.cfg.model.pretrained, encoder_only=True) if self.cfg.model.pretrained else None
         # The vocabulary is the treebank's alone, so parsers trained with and without extra trees
         # share it and parse as one ensemble.
         self.vocab = Vocab.build(train, BertSpec.of(self.bert) if self.bert else None)

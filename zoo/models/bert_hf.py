@@ -72,8 +72,15 @@ def read_hf_tokenizer(directory: Path) -> WordPieceTokenizer:
                                          lowercase=settings.get("do_lower_case", True))
 
 
-def read_hf_directory(directory: str | Path) -> LoadedBert:
-    """A local Hugging Face BERT checkpoint (BertForPreTraining weights, with both heads)."""
+# What a bare encoder checkpoint (BertModel, as sentence-transformers and most fine-tuned BERTs
+# ship) lacks: the pooler (sometimes) and both pretraining heads.
+HEADS = ("pooler.*", "mlm_head.*", "nsp_head.*")
+
+
+def read_hf_directory(directory: str | Path, *, encoder_only: bool = False) -> LoadedBert:
+    """A local Hugging Face BERT checkpoint: BertForPreTraining weights with both heads, or with
+    `encoder_only` (for callers that read the last layer alone) a bare BertModel too, whose
+    missing pooler and heads keep their fresh initialisation."""
     directory = Path(directory)
     config_file = directory / "config.json"
     if not config_file.is_file():
@@ -86,7 +93,8 @@ def read_hf_directory(directory: str | Path) -> LoadedBert:
     state, path = read_weights(directory)
     model = build_bert(cfg, vocab_size, pad_id)
     load_strict(model, state_from_hf(state, source=str(path)), source=str(path),
-                hint="a BertForPreTraining checkpoint with both heads is needed")
+                allow_missing=HEADS if encoder_only else (),
+                hint="" if encoder_only else "a BertForPreTraining checkpoint with both heads is needed")
     return LoadedBert(model.eval(), tokenizer, cfg, directory)
 
 
@@ -118,11 +126,12 @@ def write_hf_directory(loaded: LoadedBert, out: str | Path) -> Path:
     return out
 
 
-def load_hf_bert(source: str) -> LoadedBert:
-    """A local Hugging Face BERT directory, or a hub name downloaded once (needs internet)."""
+def load_hf_bert(source: str, *, encoder_only: bool = False) -> LoadedBert:
+    """A local Hugging Face BERT directory, or a hub name downloaded once (needs internet);
+    `encoder_only` as in `read_hf_directory`."""
     path = Path(source).expanduser()
     if is_hf_directory(path):
-        return read_hf_directory(path)
+        return read_hf_directory(path, encoder_only=encoder_only)
     if not path.exists() and HUB_NAME.match(source):
-        return read_hf_directory(download(source))
+        return read_hf_directory(download(source), encoder_only=encoder_only)
     raise UserError(f"{source}: not a Hugging Face BERT directory (config.json and weights) or hub name")

@@ -125,3 +125,28 @@ def test_tensorflow_era_norm_names_and_bare_encoder_keys():
     assert state_from_hf(renamed).keys() == state_from_hf(state).keys()
     bare = {k.removeprefix("bert."): v for k, v in state.items() if k.startswith("bert.")}
     assert set(state_from_hf(bare)) == {k for k in state_from_hf(state) if not k.startswith(("mlm_head", "nsp_head"))}
+
+
+def test_a_bare_encoder_directory_loads_encoder_only_with_its_hidden_states(tmp_path):
+    """A BertModel directory (what sentence-transformers and most fine-tuned BERTs ship) gives
+    BertModel's last layer when the caller reads the encoder alone, and is refused by name
+    when the heads are needed."""
+    from transformers import BertModel
+
+    from zoo.models.bert_hf import read_hf_directory
+
+    encoder = BertModel(hf_model(SIZES[1]).config, add_pooling_layer=False).eval()
+    with torch.no_grad():
+        for param in encoder.parameters():
+            param.add_(torch.randn_like(param) * 0.1)
+    encoder.save_pretrained(tmp_path)
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+                                                  [f"w{i}" for i in range(92)]) + "\n")
+    with pytest.raises(UserError, match="missing keys: .*mlm_head"):
+        read_hf_directory(tmp_path)
+    loaded = read_hf_directory(tmp_path, encoder_only=True)
+    ids, types, mask = inputs()
+    with torch.no_grad():
+        expected = encoder(input_ids=ids, token_type_ids=types, attention_mask=mask.long()).last_hidden_state
+        got = loaded.model.encode(ids, types, mask)
+    torch.testing.assert_close(got[mask], expected[mask], atol=1e-5, rtol=1e-5)
