@@ -82,7 +82,10 @@ def _hf_step(model, b, optimizer, autocast: bool) -> Callable[[], None]:
     return step
 
 
-def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
+def contenders(preset: str, device: torch.device, compiled: bool = False
+                ) -> tuple[dict[str, Callable[[], None]], dict]:
+    """The timed steps, named PRECISION/CONTENDER (each synchronises a GPU), and the setup;
+    `compiled` adds both models under torch.compile (PRECISION/NAME+compile)."""
     spec = dict(PRESETS[preset])
     batch = spec.pop("batch")
     torch.manual_seed(0)
@@ -95,22 +98,30 @@ def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], di
     every = partial(_zoo_step, every_position=True)
     steps = {"zoo": (ours.to(device), _zoo_step), "hf": (theirs.to(device), _hf_step),
              "zoo_every_position": (ours, every)}
+    if compiled:
+        steps.update({"zoo+compile": (torch.compile(ours), _zoo_step),
+                      "hf+compile": (torch.compile(theirs), _hf_step)})
     fns = {}
     for precision in ("fp32", "bf16"):
         for name, (model, make) in steps.items():
             model.train()
-            optimizer = (hf_trainer_optimizer(model, 1e-5) if name == "hf" else
+            optimizer = (hf_trainer_optimizer(model, 1e-5) if name.startswith("hf") else
                          zoo_optimizer(model, "adamw", 1e-5, weight_decay=0.01))
             fns[f"{precision}/{name}"] = synced(make(model, b, optimizer, precision == "bf16"), device)
+    params = sum(p.numel() for p in ours.parameters())
+    return fns, {"preset": preset, **spec, "batch": batch, "length": LENGTH,
+                 "tokens": int(b["mask"].sum()), "parameters": params}
+
+
+def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
+    fns, setup = contenders(preset, device)
     times = interleaved_medians(fns, repeats=repeats, warmup=2)
-    tokens = int(b["mask"].sum())
+    tokens = setup["tokens"]
     rows = [{"precision": p, "zoo_tokens_per_s": tokens / times[f"{p}/zoo"],
              "hf_tokens_per_s": tokens / times[f"{p}/hf"], "ratio": times[f"{p}/hf"] / times[f"{p}/zoo"],
              "zoo_every_position_tokens_per_s": tokens / times[f"{p}/zoo_every_position"]}
             for p in ("fp32", "bf16")]
-    params = sum(p.numel() for p in ours.parameters())
-    return rows, {"preset": preset, **spec, "batch": batch, "length": LENGTH, "tokens": tokens,
-                  "parameters": params}
+    return rows, setup
 
 
 def main() -> None:

@@ -138,11 +138,32 @@ def random_batch(p: Preset, rows: int) -> tuple[torch.Tensor, torch.Tensor, torc
     return src, tgt_in, tgt_out
 
 
-def autocast_step(step, precision: str):
+def autocast_step(step, precision: str, device: torch.device = torch.device("cpu")):
     def run() -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
             step()
     return run
+
+
+def training_contenders(p: Preset, device: torch.device = torch.device("cpu"), compiled: bool = False
+                        ) -> tuple[dict, int]:
+    """zoo's and Marian's training steps named LIBRARY/PRECISION (LIBRARY+compile/PRECISION
+    under torch.compile too when `compiled`), each synchronising a GPU, and the target tokens a
+    step trains on."""
+    from bench.timing import synced
+
+    src, tgt_in, tgt_out = (t.to(device) for t in random_batch(p, p.train_batch))
+    torch.manual_seed(0)
+    models = {"zoo": (build_ours(p).train().to(device), zoo_loss),
+              "marian": (build_marian(p).train().to(device), marian_loss)}
+    if compiled:
+        models.update({f"{name}+compile": (torch.compile(model), loss)
+                       for name, (model, loss) in list(models.items())})
+    fns = {f"{name}/{precision}": synced(autocast_step(
+               trainer(model, loss, src, tgt_in, tgt_out, OPTIMIZERS[name.split("+")[0]](model)),
+               precision, device), device)
+           for precision in ("fp32", "bf16") for name, (model, loss) in models.items()}
+    return fns, int((tgt_out != PAD).sum())
 
 
 def training(p: Preset, threads: list[int], repeats: int) -> dict:
@@ -150,19 +171,14 @@ def training(p: Preset, threads: list[int], repeats: int) -> dict:
     count; each precision its own interleaved round robin over the two (amid 8-9 s bf16 steps
     zoo's fp32 step measured ~4% slower than amid fp32 steps only, Marian's <1%: one training
     run never alternates precisions)."""
-    src, tgt_in, tgt_out = random_batch(p, p.train_batch)
-    torch.manual_seed(0)
-    ours, marian = build_ours(p).train(), build_marian(p).train()
-    tokens = int((tgt_out != PAD).sum())
+    fns, tokens = training_contenders(p)
     out = {}
     for n in threads:
         torch.set_num_threads(n)
         seconds = {}
         for precision in ("fp32", "bf16"):
-            fns = {f"{name}/{precision}": autocast_step(
-                       trainer(model, loss, src, tgt_in, tgt_out, OPTIMIZERS[name](model)), precision)
-                   for name, model, loss in (("zoo", ours, zoo_loss), ("marian", marian, marian_loss))}
-            seconds.update(interleaved_medians(fns, repeats=repeats))
+            seconds.update(interleaved_medians({k: f for k, f in fns.items() if k.endswith(precision)},
+                                               repeats=repeats))
         out[n] = {precision: {"zoo_tokens_per_s": tokens / seconds[f"zoo/{precision}"],
                               "marian_tokens_per_s": tokens / seconds[f"marian/{precision}"],
                               "ratio": seconds[f"marian/{precision}"] / seconds[f"zoo/{precision}"]}
@@ -201,7 +217,7 @@ def timed(fns: dict, repeats: int) -> dict[str, float]:
 
 def zoo_beam(model, batches: list[torch.Tensor], bf16: bool = False):
     def decode() -> int:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(batches[0].device.type, dtype=torch.bfloat16, enabled=bf16):
             return sum(len(h) + 1 for src in batches for h in beam_search(
                 model, src, special=SPECIAL_IDS, beam_size=BEAM, alpha=ALPHA, max_len_a=1.0,
                 max_len_b=EXTRA_LEN).best())

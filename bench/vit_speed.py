@@ -29,6 +29,7 @@ RESULTS = Path(__file__).parent / "results"
 PRESETS = {
     "small": dict(img_size=32, patch_size=4, embed_dim=192, depth=6, num_heads=3, batch=64),
     "vit_small": dict(img_size=224, patch_size=16, embed_dim=384, depth=12, num_heads=6, batch=64),
+    "vit_base": dict(img_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12, batch=128),
 }
 
 
@@ -62,7 +63,8 @@ def _infer_step(model: nn.Module, images: torch.Tensor, autocast: bool) -> Calla
     return step
 
 
-def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tuple[list[dict], dict]:
+def contenders(preset: str, device: torch.device, compiled: bool) -> tuple[dict[str, Callable[[], None]], dict]:
+    """The timed callables, named MODE/PRECISION/LIBRARY (each synchronises a GPU), and the setup."""
     spec = dict(PRESETS[preset])
     batch = spec.pop("batch")
     torch.manual_seed(0)
@@ -74,9 +76,9 @@ def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tupl
     models = {"zoo": ours.to(device), "timm": theirs.to(device)}
     images = torch.rand(batch, 3, spec["img_size"], spec["img_size"], device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
-    times = {}
+    fns = {}
     for precision in ("fp32", "bf16"):
-        autocast, fns = precision == "bf16", {}
+        autocast = precision == "bf16"
         for name, model in models.items():
             fns[f"train/{precision}/{name}"] = synced(
                 _train_step(model, images, labels, OPTIMIZERS[name](model), autocast), device)
@@ -86,17 +88,26 @@ def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tupl
             if compiled:
                 fns[f"train+compile/{precision}/{name}"] = synced(_train_step(
                     torch.compile(model), images, labels, OPTIMIZERS[name](model), autocast), device)
+    params = sum(p.numel() for p in ours.parameters())
+    return fns, {"preset": preset, **spec, "batch": batch, "parameters": params}
+
+
+def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tuple[list[dict], dict]:
+    fns, setup = contenders(preset, device, compiled)
+    batch = setup["batch"]
+    times = {}
+    for precision in ("fp32", "bf16"):
         # One interleaved round robin per precision: load from other processes hits all alike,
         # and no step runs amid steps of the other precision (as no training run does).
-        times.update(interleaved_medians(fns, repeats=repeats, warmup=2))
+        times.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
+                                         repeats=repeats, warmup=2))
     rows = []
     for kind in ("train", "fwd+bwd", "infer") + (("train+compile",) if compiled else ()):
         for precision in ("fp32", "bf16"):
             zoo_s, timm_s = times[f"{kind}/{precision}/zoo"], times[f"{kind}/{precision}/timm"]
             rows.append({"mode": kind, "precision": precision, "zoo_images_per_s": batch / zoo_s,
                          "timm_images_per_s": batch / timm_s, "ratio": timm_s / zoo_s})
-    params = sum(p.numel() for p in ours.parameters())
-    return rows, {"preset": preset, **spec, "batch": batch, "parameters": params}
+    return rows, setup
 
 
 def main() -> None:

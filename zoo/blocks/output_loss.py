@@ -17,7 +17,12 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-CHUNK_BYTES = 4 << 20  # fp32 logits per chunk: a few MB, to stay in the last-level cache
+# fp32 logits per chunk. On a CPU a few MB, to stay in the last-level cache. On a GPU each chunk
+# costs a dozen kernel launches and the Python around them: with 4 MB chunks the base model's
+# step (37,000 pieces: 28 rows a chunk) ran at half Marian's speed on an H100, launch-bound
+# (bench/results/gpu_translation_profile.txt); 1 GB takes a ~4,000-token batch in one or two.
+CHUNK_BYTES = 4 << 20
+GPU_CHUNK_BYTES = 1 << 30
 
 
 class LossSums(NamedTuple):
@@ -33,7 +38,8 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
     def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float,
                 compute_dtype: torch.dtype, grad_enabled: bool) -> tuple[Tensor, Tensor]:
         rows, vocab = hidden.shape[0], weight.shape[0]
-        chunk = max(1, CHUNK_BYTES // (4 * vocab))
+        budget = CHUNK_BYTES if hidden.device.type == "cpu" else GPU_CHUNK_BYTES
+        chunk = max(1, budget // (4 * vocab))
         w = weight.to(compute_dtype)
         exact = torch.promote_types(compute_dtype, torch.float32)  # the softmax and the sums: fp32 at least
         # Inside forward grad mode is always off: whether the caller's was is passed in.

@@ -121,3 +121,17 @@ def test_a_parser_with_a_bert_learns_and_parses_from_its_checkpoint_alone(kind, 
         # The seq2seq parser writes XX for every tag: it takes the gold ones, as EVALB scoring does.
         tags = [[tag for _, tag in t.pos()] for t in handful["test"]] if kind == "seq2seq" else None
         assert parse(model, parser.vocab, sentences, parser.cfg, tags=tags) == handful["test"]
+
+
+def test_the_chart_parser_reads_a_bare_encoder_checkpoint(handful, bert_dir, tmp_path) -> None:
+    """A BertModel directory without pooler and heads (what sentence-transformers ship) is
+    enough: the parser reads the last layer only."""
+    from safetensors.torch import load_file, save_file
+
+    weights = bert_dir / "model.safetensors"
+    state = load_file(str(weights))
+    save_file({k: v for k, v in state.items() if not k.startswith(("cls.", "bert.pooler."))}, str(weights))
+    assert len(load_file(str(weights))) < len(state)
+    model, task, short, _ = parser_with_bert("chart", handful, bert_dir, tmp_path)  # encoder weights equal
+    with evaluation(model) as m:
+        assert parse(m, task.vocab, [short], task.cfg)[0].leaves() == short

@@ -1,0 +1,259 @@
+"""The GPU paths measured: zoo against its peers on one CUDA device, with model FLOPs utilisation.
+
+    python -m bench.gpu [--only vit,bert,translation,decode] [--repeats 10] [--compile]
+
+The training benches of the CPU (bench.vit_speed, bench.bert_speed, bench.translation_speed
+--train) at GPU-sized presets: ViT-B/16 at 224 px (batch 128) against timm, BERT-base
+(32 x 128 tokens) against Hugging Face's BertForPreTraining, the paper's base Transformer (6+6
+layers, d 512, 37,000 pieces, ~3,900 target tokens) against Marian, in fp32 and under bf16
+autocast, each precision its own interleaved round robin; `--compile` adds both libraries'
+models under torch.compile (inductor) in bf16. Beam search (4) of the base Transformer with
+random weights, forced to full length, against `generate` in fp32 and bf16.
+
+MFU (model FLOPs utilisation) = the FLOPs a step does, counted by torch's FlopCounterMode on
+the eager step (matrix products and attention, forward and backward; each contender's own
+count, so zoo's MLM head at masked positions only does fewer FLOPs than Hugging Face's) over
+its median time and the device's dense peak: the datasheet's (H100/H200 SXM: 989 TFLOP/s
+bf16, 67 TFLOP/s fp32 without TF32) beside the ceiling measured here (an 8192^3 product).
+Writes bench/results/gpu_<device>.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from bench.timing import interleaved_medians, run_meta
+
+RESULTS = Path(__file__).parent / "results"
+PRECISIONS = ("fp32", "bf16")
+# Dense (no sparsity) datasheet peaks, FLOP/s; fp32 is the non-tensor-core rate that torch's
+# default matmul precision ("highest", no TF32) runs at.
+DATASHEET = {"H100": {"bf16": 989.4e12, "fp32": 66.9e12}, "H200": {"bf16": 989.4e12, "fp32": 66.9e12}}
+
+
+def datasheet_peak() -> dict[str, float] | None:
+    name = torch.cuda.get_device_name()
+    return next((peaks for chip, peaks in DATASHEET.items() if chip in name), None)
+
+
+def measured_ceiling(size: int = 8192, repeats: int = 10) -> dict[str, float]:
+    """FLOP/s of a size^3 matrix product on random data, per precision (median of `repeats`)."""
+    out = {}
+    for precision, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        a, b = (torch.randn(size, size, device="cuda", dtype=dtype) for _ in range(2))
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for i in range(repeats + 3):
+            start.record()
+            a @ b
+            end.record()
+            torch.cuda.synchronize()
+            if i >= 3:
+                times.append(start.elapsed_time(end) / 1e3)
+        out[precision] = 2 * size**3 / sorted(times)[len(times) // 2]
+    return out
+
+
+def step_flops(fn: Callable[[], None]) -> int:
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def contenders(what: str, device: torch.device, compiled: bool) -> tuple[dict[str, Callable], int, str, dict]:
+    """Callables named like MODE/PRECISION/LIBRARY or LIBRARY/PRECISION as the CPU bench names
+    them, the items one call processes, their unit and the setup."""
+    if what == "vit":
+        from bench import vit_speed
+
+        fns, setup = vit_speed.contenders("vit_base", device, compiled)
+        return {k: f for k, f in fns.items() if not k.startswith("fwd+bwd/")}, setup["batch"], "images", setup
+    if what == "bert":
+        from bench import bert_speed
+
+        fns, setup = bert_speed.contenders("base", device, compiled)
+        return fns, setup["tokens"], "tokens", setup
+    from bench import translation_speed
+
+    preset = translation_speed.PRESETS["base"]
+    fns, tokens = translation_speed.training_contenders(preset, device, compiled)
+    return fns, tokens, "target tokens", {"preset": "base", **vars(preset)}
+
+
+def write_profile(what: str, device: torch.device, path: Path) -> None:
+    """torch.profiler key averages (CPU and CUDA) of three bf16 eager training steps of each
+    library: what a ratio comes from."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fns, _, _, _ = contenders(what, device, compiled=False)
+    tables = []
+    for name, fn in fns.items():
+        mode, precision, _ = split_name(name)
+        if mode != "train" or precision != "bf16":
+            continue
+        fn(), fn()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                fn()
+        tables.append(f"# {name}, 3 steps\n" + prof.key_averages().table(
+            sort_by="cuda_time_total", row_limit=20, max_name_column_width=50))
+    path.write_text(f"# `python -m bench.gpu --only {what} --profile`, {torch.cuda.get_device_name()}, "
+                    f"torch {torch.__version__}\n\n" + "\n\n".join(tables) + "\n")
+
+
+def split_name(name: str) -> tuple[str, str, str]:
+    """(mode, precision, library) of a contender's name in any bench's scheme."""
+    parts = name.split("/")
+    if len(parts) == 3:  # vit: MODE/PRECISION/LIBRARY
+        return parts[0], parts[1], parts[2]
+    if parts[0] in PRECISIONS:  # bert: PRECISION/LIBRARY
+        library, _, compiled = parts[1].partition("+")
+        return "train" + ("+compile" if compiled else ""), parts[0], library
+    library, _, compiled = parts[0].partition("+")  # translation: LIBRARY/PRECISION
+    return "train" + ("+compile" if compiled else ""), parts[1], library
+
+
+def training_rows(what: str, device: torch.device, repeats: int, compiled: bool,
+                  peaks: dict[str, float] | None) -> dict:
+    fns, items, unit, setup = contenders(what, device, compiled)
+    # bf16 compiled steps only: compiling costs ~a minute per model and precision here.
+    fns = {k: f for k, f in fns.items() if "compile" not in k or "bf16" in k}
+    flops = {k: step_flops(f) for k, f in fns.items() if "compile" not in k}
+    seconds = {}
+    for precision in PRECISIONS:
+        seconds.update(interleaved_medians({k: f for k, f in fns.items() if precision in split_name(k)},
+                                           repeats=repeats, warmup=2))
+    rows = []
+    for name, s in seconds.items():
+        mode, precision, library = split_name(name)
+        eager = name.replace("+compile", "")
+        count = flops.get(eager)
+        row = {"mode": mode, "precision": precision, "library": library, "seconds": s,
+               "per_s": items / s, "tflops": count / s / 1e12 if count else None}
+        if count and peaks:
+            row["mfu"] = count / s / peaks[precision]
+        rows.append(row)
+    return {"unit": unit, "items": items, "setup": setup, "rows": rows, "flops": flops}
+
+
+def decode_rows(device: torch.device, repeats: int) -> dict:
+    """zoo's beam search against generate on the base Transformer (random weights, full length)."""
+    from bench import translation_speed as ts
+
+    preset = ts.replace(ts.PRESETS["base"], decode_batch=64)
+    src = ts.random_batch(preset, preset.decode_batch)[0].to(device)
+    torch.manual_seed(0)
+    ours, marian = ts.build_ours(preset).eval().to(device), ts.build_marian(preset).eval().to(device)
+    forced = preset.src_len + ts.EXTRA_LEN
+
+    def generate(bf16: bool):
+        def run() -> int:
+            with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                out = marian.generate(input_ids=src, attention_mask=src != ts.PAD, num_beams=ts.BEAM,
+                                      length_penalty=ts.ALPHA, max_new_tokens=forced + 1, do_sample=False)
+            torch.cuda.synchronize()
+            return int((out[:, 1:] != ts.PAD).sum())
+        return run
+
+    def zoo(bf16: bool):
+        decode = ts.zoo_beam(ours, [src], bf16=bf16)
+
+        def run() -> int:
+            with torch.inference_mode():
+                tokens = decode()
+            torch.cuda.synchronize()
+            return tokens
+        return run
+
+    out = {}
+    for precision in PRECISIONS:
+        bf16 = precision == "bf16"
+        speed, tokens = ts.timed({"zoo": zoo(bf16), "generate": generate(bf16)}, repeats)
+        out[precision] = {"tokens_per_s": speed, "mean_length": {k: v / len(src) for k, v in tokens.items()},
+                          "ratio": speed["zoo"] / speed["generate"]}
+    return {"setup": {"preset": "base", "batch": len(src), "beam": ts.BEAM, **vars(preset)}, "precisions": out}
+
+
+def markdown(result: dict) -> str:
+    peaks, ceiling = result["datasheet_peak"], result["measured_ceiling"]
+    lines = [f"# GPU: zoo against its peers on {result['hardware']}", "",
+             f"`{result['command']}`; torch {result['torch']}. Medians of {result['repeats']} interleaved "
+             "rounds, one round robin per precision. MFU = counted model FLOPs / time / datasheet dense "
+             f"peak ({'unknown device' if not peaks else ', '.join(f'{k} {v / 1e12:.0f}' for k, v in peaks.items())} "
+             f"TFLOP/s); measured ceiling here (8192^3 product): "
+             f"{', '.join(f'{k} {v / 1e12:.0f}' for k, v in ceiling.items())} TFLOP/s.", ""]
+    titles = {"vit": "ViT-B/16, 224 px, vs timm VisionTransformer",
+              "bert": "BERT-base pretraining step vs Hugging Face BertForPreTraining",
+              "translation": "Transformer base training step vs Hugging Face MarianMTModel"}
+    for what, title in titles.items():
+        if what not in result:
+            continue
+        r = result[what]
+        lines += [f"## {title}", "", f"Setup: {r['setup']}.", "",
+                  f"| mode | precision | library | {r['unit']}/s | TFLOP/s | MFU | ratio zoo / peer |",
+                  "|---|---|---|---|---|---|---|"]
+        by_key = {(x["mode"], x["precision"], x["library"]): x for x in r["rows"]}
+        for (mode, precision, library), x in by_key.items():
+            peer = next((y for (m, p, lib), y in by_key.items() if m == mode and p == precision
+                         and lib not in ("zoo", "zoo_every_position")), None)
+            ratio = f"{peer['seconds'] / x['seconds']:.2f}x" if library == "zoo" and peer else ""
+            tflops = f"{x['tflops']:.0f}" if x["tflops"] else "-"
+            mfu = f"{100 * x['mfu']:.1f}%" if x.get("mfu") else "-"
+            lines.append(f"| {mode} | {precision} | {library} | {x['per_s']:,.0f} | {tflops} | {mfu} | {ratio} |")
+        lines.append("")
+    if "decode" in result:
+        d = result["decode"]
+        lines += ["## Beam search (4), base Transformer, random weights to full length, vs generate", "",
+                  f"Setup: {d['setup']}.", "", "| precision | zoo tokens/s | generate tokens/s | ratio |",
+                  "|---|---|---|---|"]
+        for precision, x in d["precisions"].items():
+            lines.append(f"| {precision} | {x['tokens_per_s']['zoo']:,.0f} | "
+                         f"{x['tokens_per_s']['generate']:,.0f} | {x['ratio']:.2f}x |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="vit,bert,translation,decode", help="comma-separated benches")
+    parser.add_argument("--repeats", type=int, default=10, help="interleaved timing rounds")
+    parser.add_argument("--compile", action="store_true", help="add bf16 training steps under torch.compile")
+    parser.add_argument("--out", default=str(RESULTS), help="folder for the results")
+    parser.add_argument("--profile", action="store_true",
+                        help="write torch.profiler tables of the bf16 training steps to gpu_<bench>_profile.txt first")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("bench.gpu needs a CUDA device")
+    device = torch.device("cuda")
+    import transformers
+
+    result = run_meta("bench.gpu", "transformers", transformers.__version__, {})
+    result.update(repeats=args.repeats, datasheet_peak=datasheet_peak(), measured_ceiling=measured_ceiling())
+    stem = Path(args.out) / f"gpu_{re.sub(r'[^A-Za-z0-9]+', '_', result['hardware']).strip('_').lower()}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    for what in args.only.split(","):
+        if args.profile and what != "decode":
+            write_profile(what, device, stem.parent / f"gpu_{what}_profile.txt")
+        start = time.perf_counter()
+        if what == "decode":
+            result[what] = decode_rows(device, max(3, args.repeats // 3))
+        else:
+            result[what] = training_rows(what, device, args.repeats, args.compile, result["datasheet_peak"])
+        result[what]["wall_s"] = time.perf_counter() - start
+        torch.cuda.empty_cache()
+        # Written after each bench: a later failure or time limit keeps what was measured.
+        stem.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+        stem.with_suffix(".md").write_text(markdown(result))
+        print(markdown(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
