@@ -89,21 +89,24 @@ def contenders(what: str, device: torch.device, compiled: bool) -> tuple[dict[st
 
 
 def write_profile(what: str, device: torch.device, path: Path) -> None:
-    """torch.profiler key averages (CPU and CUDA) of three bf16 eager training steps of each
-    library: what a ratio comes from."""
+    """torch.profiler key averages (CPU and CUDA) of each library's bf16 eager training step
+    (three steps), or for `decode` of one fp32 beam search each: what a ratio comes from."""
     from torch.profiler import ProfilerActivity, profile
 
-    fns, _, _, _ = contenders(what, device, compiled=False)
+    if what == "decode":
+        fns = {k: f for k, f in decode_contenders(device)[0].items() if k.endswith("fp32")}
+        calls = 1
+    else:
+        fns = {k: f for k, f in contenders(what, device, compiled=False)[0].items()
+               if split_name(k)[0] == "train" and split_name(k)[1] == "bf16"}
+        calls = 3
     tables = []
     for name, fn in fns.items():
-        mode, precision, _ = split_name(name)
-        if mode != "train" or precision != "bf16":
-            continue
         fn(), fn()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(3):
+            for _ in range(calls):
                 fn()
-        tables.append(f"# {name}, 3 steps\n" + prof.key_averages().table(
+        tables.append(f"# {name}, {calls} call(s)\n" + prof.key_averages().table(
             sort_by="cuda_time_total", row_limit=20, max_name_column_width=50))
     path.write_text(f"# `python -m bench.gpu --only {what} --profile`, {torch.cuda.get_device_name()}, "
                     f"torch {torch.__version__}\n\n" + "\n\n".join(tables) + "\n")
@@ -144,8 +147,9 @@ def training_rows(what: str, device: torch.device, repeats: int, compiled: bool,
     return {"unit": unit, "items": items, "setup": setup, "rows": rows, "flops": flops}
 
 
-def decode_rows(device: torch.device, repeats: int) -> dict:
-    """zoo's beam search against generate on the base Transformer (random weights, full length)."""
+def decode_contenders(device: torch.device) -> tuple[dict[str, Callable[[], int]], dict]:
+    """zoo's beam search and generate on the base Transformer (random weights, full length),
+    named LIBRARY/PRECISION, each returning the tokens it generated; and the setup."""
     from bench import translation_speed as ts
 
     preset = ts.replace(ts.PRESETS["base"], decode_batch=64)
@@ -173,13 +177,22 @@ def decode_rows(device: torch.device, repeats: int) -> dict:
             return tokens
         return run
 
+    fns = {f"{name}/{precision}": make(precision == "bf16") for precision in PRECISIONS
+           for name, make in (("zoo", zoo), ("generate", generate))}
+    return fns, {"preset": "base", "batch": len(src), "beam": ts.BEAM, **vars(preset)}
+
+
+def decode_rows(device: torch.device, repeats: int) -> dict:
+    """zoo's beam search against generate, tokens/s, each precision its own round robin."""
+    from bench.translation_speed import timed
+
+    fns, setup = decode_contenders(device)
     out = {}
     for precision in PRECISIONS:
-        bf16 = precision == "bf16"
-        speed, tokens = ts.timed({"zoo": zoo(bf16), "generate": generate(bf16)}, repeats)
-        out[precision] = {"tokens_per_s": speed, "mean_length": {k: v / len(src) for k, v in tokens.items()},
+        speed, tokens = timed({k.split("/")[0]: f for k, f in fns.items() if k.endswith(precision)}, repeats)
+        out[precision] = {"tokens_per_s": speed, "mean_length": {k: v / setup["batch"] for k, v in tokens.items()},
                           "ratio": speed["zoo"] / speed["generate"]}
-    return {"setup": {"preset": "base", "batch": len(src), "beam": ts.BEAM, **vars(preset)}, "precisions": out}
+    return {"setup": setup, "precisions": out}
 
 
 def markdown(result: dict) -> str:
@@ -228,7 +241,7 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="add bf16 training steps under torch.compile")
     parser.add_argument("--out", default=str(RESULTS), help="folder for the results")
     parser.add_argument("--profile", action="store_true",
-                        help="write torch.profiler tables of the bf16 training steps to gpu_<bench>_profile.txt first")
+                        help="write torch.profiler tables (bf16 training steps; fp32 beam search) to gpu_<bench>_profile.txt first")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench.gpu needs a CUDA device")
@@ -240,7 +253,7 @@ def main() -> None:
     stem = Path(args.out) / f"gpu_{re.sub(r'[^A-Za-z0-9]+', '_', result['hardware']).strip('_').lower()}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     for what in args.only.split(","):
-        if args.profile and what != "decode":
+        if args.profile:
             write_profile(what, device, stem.parent / f"gpu_{what}_profile.txt")
         start = time.perf_counter()
         if what == "decode":

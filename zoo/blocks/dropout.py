@@ -5,7 +5,9 @@ is slow: in profiles of the Multi30k training step (bench/results/training_profi
 it took 8-12% of the step, about as much as attention. Here one 64-bit draw gives four 15-bit
 uniforms, so the mask costs about a fifth as much; p is rounded to a multiple of 2**-15 (0.1
 becomes 0.100006).
-Elsewhere (CUDA) F.dropout's fused kernel is already cheap and is used as is. The masks come
+Elsewhere (CUDA) F.dropout's fused kernel is already cheap and is used as is, and so it is under
+torch.compile, which cannot trace the in-place `random_` (each dropout was a graph break: 8 in
+a 2-layer BERT) and generates its own fused mask. The masks come
 from torch's default generator, so seeding and the runner's saved RNG state govern them.
 """
 
@@ -41,7 +43,7 @@ class Dropout(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
-        if x.device.type != "cpu" or self.p == 1.0:
+        if x.device.type != "cpu" or self.p == 1.0 or torch.compiler.is_compiling():
             return F.dropout(x, self.p, training=True)
         scale = _LEVELS / (_LEVELS - round(self.p * _LEVELS))
         # A float mask (not where(), twice as slow here): backward is one multiply by it.
