@@ -1,6 +1,6 @@
 """The GPU paths measured: zoo against its peers on one CUDA device, with model FLOPs utilisation.
 
-    python -m bench.gpu [--only vit,bert,translation,decode] [--repeats 10] [--compile]
+    python -m bench.gpu [--only vit,bert,translation,decode] [--repeats 10] [--compile] [--profile]
 
 The training benches of the CPU (bench.vit_speed, bench.bert_speed, bench.translation_speed
 --train) at GPU-sized presets: ViT-B/16 at 224 px (batch 128) against timm, BERT-base
@@ -15,7 +15,9 @@ the eager step (matrix products and attention, forward and backward; each conten
 count, so zoo's MLM head at masked positions only does fewer FLOPs than Hugging Face's) over
 its median time and the device's dense peak: the datasheet's (H100/H200 SXM: 989 TFLOP/s
 bf16, 67 TFLOP/s fp32 without TF32) beside the ceiling measured here (an 8192^3 product).
-Writes bench/results/gpu_<device>.{json,md}.
+Writes bench/results/gpu_<device>.{json,md} (after each bench, so a time limit keeps what was
+measured); `--profile` first writes torch.profiler tables of each bench (gpu_<bench>_profile.txt).
+The figures of the one GPU session so far, and what they mean: bench/results/gpu.md.
 """
 
 from __future__ import annotations
