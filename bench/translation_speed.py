@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
-from bench.timing import hardware, interleaved_medians
+from bench.timing import hardware, interleaved_medians, synced
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search
 from zoo.models import ModelConfig, build_model
@@ -150,8 +150,6 @@ def training_contenders(p: Preset, device: torch.device = torch.device("cpu"), c
     """zoo's and Marian's training steps named LIBRARY/PRECISION (LIBRARY+compile/PRECISION
     under torch.compile too when `compiled`), each synchronising a GPU, and the target tokens a
     step trains on."""
-    from bench.timing import synced
-
     src, tgt_in, tgt_out = (t.to(device) for t in random_batch(p, p.train_batch))
     torch.manual_seed(0)
     models = {"zoo": (build_ours(p).train().to(device), zoo_loss),
