@@ -84,8 +84,8 @@ def _hf_step(model, b, optimizer, autocast: bool) -> Callable[[], None]:
 
 def contenders(preset: str, device: torch.device, compiled: bool = False
                 ) -> tuple[dict[str, Callable[[], None]], dict]:
-    """The timed steps, named PRECISION/CONTENDER (each synchronises a GPU), and the setup;
-    `compiled` adds both models under torch.compile (PRECISION/NAME+compile)."""
+    """The timed steps, named MODE/PRECISION/LIBRARY as in every peer bench (each synchronises a
+    GPU), and the setup; `compiled` adds both models under torch.compile (mode train+compile)."""
     spec = dict(PRESETS[preset])
     batch = spec.pop("batch")
     torch.manual_seed(0)
@@ -96,18 +96,19 @@ def contenders(preset: str, device: torch.device, compiled: bool = False
     ours.load_state_dict(state_from_hf(theirs.state_dict()))
     b = pretraining_batch(vocab_size, batch, device)
     every = partial(_zoo_step, every_position=True)
-    steps = {"zoo": (ours.to(device), _zoo_step), "hf": (theirs.to(device), _hf_step),
-             "zoo_every_position": (ours, every)}
+    steps = {"train/zoo": (ours.to(device), _zoo_step), "train/hf": (theirs.to(device), _hf_step),
+             "train/zoo_every_position": (ours, every)}
     if compiled:
-        steps.update({"zoo+compile": (torch.compile(ours), _zoo_step),
-                      "hf+compile": (torch.compile(theirs), _hf_step)})
+        steps.update({"train+compile/zoo": (torch.compile(ours), _zoo_step),
+                      "train+compile/hf": (torch.compile(theirs), _hf_step)})
     fns = {}
     for precision in ("fp32", "bf16"):
         for name, (model, make) in steps.items():
+            mode, library = name.split("/")
             model.train()
-            optimizer = (hf_trainer_optimizer(model, 1e-5) if name.startswith("hf") else
+            optimizer = (hf_trainer_optimizer(model, 1e-5) if library == "hf" else
                          zoo_optimizer(model, "adamw", 1e-5, weight_decay=0.01))
-            fns[f"{precision}/{name}"] = synced(make(model, b, optimizer, precision == "bf16"), device)
+            fns[f"{mode}/{precision}/{library}"] = synced(make(model, b, optimizer, precision == "bf16"), device)
     params = sum(p.numel() for p in ours.parameters())
     return fns, {"preset": preset, **spec, "batch": batch, "length": LENGTH,
                  "tokens": int(b["mask"].sum()), "parameters": params}
@@ -115,11 +116,15 @@ def contenders(preset: str, device: torch.device, compiled: bool = False
 
 def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
     fns, setup = contenders(preset, device)
-    times = interleaved_medians(fns, repeats=repeats, warmup=2)
+    times = {}
+    for precision in ("fp32", "bf16"):  # one round robin per precision, as the other benches
+        times.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
+                                         repeats=repeats, warmup=2))
     tokens = setup["tokens"]
-    rows = [{"precision": p, "zoo_tokens_per_s": tokens / times[f"{p}/zoo"],
-             "hf_tokens_per_s": tokens / times[f"{p}/hf"], "ratio": times[f"{p}/hf"] / times[f"{p}/zoo"],
-             "zoo_every_position_tokens_per_s": tokens / times[f"{p}/zoo_every_position"]}
+    rows = [{"precision": p, "zoo_tokens_per_s": tokens / times[f"train/{p}/zoo"],
+             "hf_tokens_per_s": tokens / times[f"train/{p}/hf"],
+             "ratio": times[f"train/{p}/hf"] / times[f"train/{p}/zoo"],
+             "zoo_every_position_tokens_per_s": tokens / times[f"train/{p}/zoo_every_position"]}
             for p in ("fp32", "bf16")]
     return rows, setup
 
@@ -137,7 +142,7 @@ def main() -> None:
              f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, "
              f"transformers {meta['transformers']}.",
              f"Setup: {setup}. Pretraining steps (forward, MLM + NSP loss, backward, AdamW); "
-             f"medians of {args.repeats} interleaved rounds.", "",
+             f"medians of {args.repeats} interleaved rounds, one round robin per precision.", "",
              "| precision | zoo tokens/s | HF tokens/s | ratio (target >= 1.2x) | zoo, MLM head at every position |",
              "|---|---|---|---|---|"]
     for r in rows:

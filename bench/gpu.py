@@ -23,6 +23,7 @@ The figures of the one GPU session so far, and what they mean: bench/results/gpu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import time
@@ -71,8 +72,8 @@ def step_flops(fn: Callable[[], None]) -> int:
 
 
 def contenders(what: str, device: torch.device, compiled: bool) -> tuple[dict[str, Callable], int, str, dict]:
-    """Callables named like MODE/PRECISION/LIBRARY or LIBRARY/PRECISION as the CPU bench names
-    them, the items one call processes, their unit and the setup."""
+    """The bench's callables, named MODE/PRECISION/LIBRARY, the items one call processes, their
+    unit and the setup."""
     if what == "vit":
         from bench import vit_speed
 
@@ -96,11 +97,11 @@ def write_profile(what: str, device: torch.device, path: Path) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     if what == "decode":
-        fns = {k: f for k, f in decode_contenders(device)[0].items() if k.endswith("fp32")}
+        fns = {k: f for k, f in decode_contenders(device)[0].items() if k.startswith("decode/fp32/")}
         calls = 1
     else:
         fns = {k: f for k, f in contenders(what, device, compiled=False)[0].items()
-               if split_name(k)[0] == "train" and split_name(k)[1] == "bf16"}
+               if k.startswith("train/bf16/")}
         calls = 3
     tables = []
     for name, fn in fns.items():
@@ -114,33 +115,21 @@ def write_profile(what: str, device: torch.device, path: Path) -> None:
                     f"torch {torch.__version__}\n\n" + "\n\n".join(tables) + "\n")
 
 
-def split_name(name: str) -> tuple[str, str, str]:
-    """(mode, precision, library) of a contender's name in any bench's scheme."""
-    parts = name.split("/")
-    if len(parts) == 3:  # vit: MODE/PRECISION/LIBRARY
-        return parts[0], parts[1], parts[2]
-    if parts[0] in PRECISIONS:  # bert: PRECISION/LIBRARY
-        library, _, compiled = parts[1].partition("+")
-        return "train" + ("+compile" if compiled else ""), parts[0], library
-    library, _, compiled = parts[0].partition("+")  # translation: LIBRARY/PRECISION
-    return "train" + ("+compile" if compiled else ""), parts[1], library
-
-
 def training_rows(what: str, device: torch.device, repeats: int, compiled: bool,
                   peaks: dict[str, float] | None) -> dict:
     fns, items, unit, setup = contenders(what, device, compiled)
     # bf16 compiled steps only: compiling costs ~a minute per model and precision here.
-    fns = {k: f for k, f in fns.items() if "compile" not in k or "bf16" in k}
-    flops = {k: step_flops(f) for k, f in fns.items() if "compile" not in k}
+    fns = {k: f for k, f in fns.items() if not k.startswith("train+compile/fp32/")}
+    # Compiled steps do the eager step's FLOPs; the counter runs on eager code.
+    flops = {k: step_flops(f) for k, f in fns.items() if not k.startswith("train+compile/")}
     seconds = {}
     for precision in PRECISIONS:
-        seconds.update(interleaved_medians({k: f for k, f in fns.items() if precision in split_name(k)},
+        seconds.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
                                            repeats=repeats, warmup=2))
     rows = []
     for name, s in seconds.items():
-        mode, precision, library = split_name(name)
-        eager = name.replace("+compile", "")
-        count = flops.get(eager)
+        mode, precision, library = name.split("/")
+        count = flops.get(name.replace("train+compile/", "train/"))
         row = {"mode": mode, "precision": precision, "library": library, "seconds": s,
                "per_s": items / s, "tflops": count / s / 1e12 if count else None}
         if count and peaks:
@@ -151,36 +140,36 @@ def training_rows(what: str, device: torch.device, repeats: int, compiled: bool,
 
 def decode_contenders(device: torch.device) -> tuple[dict[str, Callable[[], int]], dict]:
     """zoo's beam search and generate on the base Transformer (random weights, full length),
-    named LIBRARY/PRECISION, each returning the tokens it generated; and the setup."""
+    named decode/PRECISION/LIBRARY, each returning the tokens it generated; and the setup."""
     from bench import translation_speed as ts
 
-    preset = ts.replace(ts.PRESETS["base"], decode_batch=64)
+    preset = dataclasses.replace(ts.PRESETS["base"], decode_batch=64)
     src = ts.random_batch(preset, preset.decode_batch)[0].to(device)
     torch.manual_seed(0)
     ours, marian = ts.build_ours(preset).eval().to(device), ts.build_marian(preset).eval().to(device)
     forced = preset.src_len + ts.EXTRA_LEN
 
-    def generate(bf16: bool):
+    def generate(bf16: bool) -> Callable[[], int]:
         def run() -> int:
-            with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 out = marian.generate(input_ids=src, attention_mask=src != ts.PAD, num_beams=ts.BEAM,
                                       length_penalty=ts.ALPHA, max_new_tokens=forced + 1, do_sample=False)
-            torch.cuda.synchronize()
             return int((out[:, 1:] != ts.PAD).sum())
         return run
 
-    def zoo(bf16: bool):
-        decode = ts.zoo_beam(ours, [src], bf16=bf16)
-
+    def timed_decode(decode: Callable[[], int]) -> Callable[[], int]:
+        """Without autograd, and finished on the device before the clock stops."""
         def run() -> int:
             with torch.inference_mode():
                 tokens = decode()
-            torch.cuda.synchronize()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
             return tokens
         return run
 
-    fns = {f"{name}/{precision}": make(precision == "bf16") for precision in PRECISIONS
-           for name, make in (("zoo", zoo), ("generate", generate))}
+    makers = {"zoo": lambda bf16: ts.zoo_beam(ours, [src], bf16=bf16), "generate": generate}
+    fns = {f"decode/{precision}/{name}": timed_decode(make(precision == "bf16"))
+           for precision in PRECISIONS for name, make in makers.items()}
     return fns, {"preset": "base", "batch": len(src), "beam": ts.BEAM, **vars(preset)}
 
 
@@ -191,7 +180,7 @@ def decode_rows(device: torch.device, repeats: int) -> dict:
     fns, setup = decode_contenders(device)
     out = {}
     for precision in PRECISIONS:
-        speed, tokens = timed({k.split("/")[0]: f for k, f in fns.items() if k.endswith(precision)}, repeats)
+        speed, tokens = timed({k.split("/")[2]: f for k, f in fns.items() if f"/{precision}/" in k}, repeats)
         out[precision] = {"tokens_per_s": speed, "mean_length": {k: v / setup["batch"] for k, v in tokens.items()},
                           "ratio": speed["zoo"] / speed["generate"]}
     return {"setup": setup, "precisions": out}

@@ -147,20 +147,19 @@ def autocast_step(step, precision: str, device: torch.device = torch.device("cpu
 
 def training_contenders(p: Preset, device: torch.device = torch.device("cpu"), compiled: bool = False
                         ) -> tuple[dict, int]:
-    """zoo's and Marian's training steps named LIBRARY/PRECISION (LIBRARY+compile/PRECISION
-    under torch.compile too when `compiled`), each synchronising a GPU, and the target tokens a
+    """zoo's and Marian's training steps named MODE/PRECISION/LIBRARY as in every peer bench
+    (mode train+compile too when `compiled`), each synchronising a GPU, and the target tokens a
     step trains on."""
     src, tgt_in, tgt_out = (t.to(device) for t in random_batch(p, p.train_batch))
     torch.manual_seed(0)
-    models = {"zoo": (build_ours(p).train().to(device), zoo_loss),
-              "marian": (build_marian(p).train().to(device), marian_loss)}
+    models = {("train", "zoo"): (build_ours(p).train().to(device), zoo_loss),
+              ("train", "marian"): (build_marian(p).train().to(device), marian_loss)}
     if compiled:
-        models.update({f"{name}+compile": (torch.compile(model), loss)
-                       for name, (model, loss) in list(models.items())})
-    fns = {f"{name}/{precision}": synced(autocast_step(
-               trainer(model, loss, src, tgt_in, tgt_out, OPTIMIZERS[name.split("+")[0]](model)),
-               precision, device), device)
-           for precision in ("fp32", "bf16") for name, (model, loss) in models.items()}
+        models.update({("train+compile", library): (torch.compile(model), loss)
+                       for (_, library), (model, loss) in list(models.items())})
+    fns = {f"{mode}/{precision}/{library}": synced(autocast_step(
+               trainer(model, loss, src, tgt_in, tgt_out, OPTIMIZERS[library](model)), precision, device), device)
+           for precision in ("fp32", "bf16") for (mode, library), (model, loss) in models.items()}
     return fns, int((tgt_out != PAD).sum())
 
 
@@ -175,11 +174,11 @@ def training(p: Preset, threads: list[int], repeats: int) -> dict:
         torch.set_num_threads(n)
         seconds = {}
         for precision in ("fp32", "bf16"):
-            seconds.update(interleaved_medians({k: f for k, f in fns.items() if k.endswith(precision)},
+            seconds.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
                                                repeats=repeats))
-        out[n] = {precision: {"zoo_tokens_per_s": tokens / seconds[f"zoo/{precision}"],
-                              "marian_tokens_per_s": tokens / seconds[f"marian/{precision}"],
-                              "ratio": seconds[f"marian/{precision}"] / seconds[f"zoo/{precision}"]}
+        out[n] = {precision: {"zoo_tokens_per_s": tokens / seconds[f"train/{precision}/zoo"],
+                              "marian_tokens_per_s": tokens / seconds[f"train/{precision}/marian"],
+                              "ratio": seconds[f"train/{precision}/marian"] / seconds[f"train/{precision}/zoo"]}
                   for precision in ("fp32", "bf16")}
     return {"tokens": tokens, "threads": out}
 

@@ -20,7 +20,8 @@ from torch import Tensor
 # fp32 logits per chunk. On a CPU a few MB, to stay in the last-level cache. On a GPU each chunk
 # costs a dozen kernel launches and the Python around them: with 4 MB chunks the base model's
 # step (37,000 pieces: 28 rows a chunk) ran at half Marian's speed on an H100, launch-bound
-# (bench/results/gpu_translation_profile.txt); 1 GB takes a ~4,000-token batch in one or two.
+# (bench/results/gpu_translation_profile_before.txt); 1 GB takes a ~4,000-token batch in one or
+# two (gpu_translation_profile.txt).
 CHUNK_BYTES = 4 << 20
 GPU_CHUNK_BYTES = 1 << 30
 
