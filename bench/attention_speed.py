@@ -40,16 +40,30 @@ def run(device: str, dtype: torch.dtype, repeats: int) -> list[dict]:
                 out.sum().backward()
 
             times = interleaved_medians({"zoo": zoo_step, "torch": torch_step}, repeats=repeats)
-            rows.append({"B": b, "T": t, "D": d, "H": h, "causal": causal,
-                         "zoo_ms": 1e3 * times["zoo"], "torch_ms": 1e3 * times["torch"],
-                         "ratio": times["torch"] / times["zoo"]})
-            print(f"B={b} T={t} D={d} H={h} causal={causal}: zoo {rows[-1]['zoo_ms']:.2f} ms, "
-                  f"torch {rows[-1]['torch_ms']:.2f} ms, ratio {rows[-1]['ratio']:.2f}x", flush=True)
+            rows.append(
+                {
+                    "B": b,
+                    "T": t,
+                    "D": d,
+                    "H": h,
+                    "causal": causal,
+                    "zoo_ms": 1e3 * times["zoo"],
+                    "torch_ms": 1e3 * times["torch"],
+                    "ratio": times["torch"] / times["zoo"],
+                }
+            )
+            print(
+                f"B={b} T={t} D={d} H={h} causal={causal}: zoo {rows[-1]['zoo_ms']:.2f} ms, "
+                f"torch {rows[-1]['torch_ms']:.2f} ms, ratio {rows[-1]['ratio']:.2f}x",
+                flush=True,
+            )
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--repeats", type=int, default=15)
@@ -59,18 +73,30 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     dtype = torch.float32 if args.dtype == "fp32" else torch.bfloat16
     rows = run(args.device, dtype, args.repeats)
-    meta = {"hardware": hardware(), "torch": torch.__version__, "dtype": args.dtype,
-            "command": f"python -m bench.attention_speed --device {args.device} --dtype {args.dtype} "
-                          f"--repeats {args.repeats} --threads {args.threads}"}
+    meta = {
+        "hardware": hardware(),
+        "torch": torch.__version__,
+        "dtype": args.dtype,
+        "command": f"python -m bench.attention_speed --device {args.device} --dtype {args.dtype} "
+        f"--repeats {args.repeats} --threads {args.threads}",
+    }
     RESULTS.mkdir(exist_ok=True)
     tag = f"{args.device}_{args.dtype}"
     (RESULTS / f"attention_speed_{tag}.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
-    lines = [f"# MultiHeadAttention forward+backward vs torch.nn.MultiheadAttention ({tag})", "",
-             f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}. "
-             "Ratio = torch time / zoo time (median of interleaved repeats).", "",
-             "| B | T | D | H | causal | zoo ms | torch ms | ratio |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['B']} | {r['T']} | {r['D']} | {r['H']} | {r['causal']} | {r['zoo_ms']:.2f} | "
-              f"{r['torch_ms']:.2f} | {r['ratio']:.2f}x |" for r in rows]
+    lines = [
+        f"# MultiHeadAttention forward+backward vs torch.nn.MultiheadAttention ({tag})",
+        "",
+        f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}. "
+        "Ratio = torch time / zoo time (median of interleaved repeats).",
+        "",
+        "| B | T | D | H | causal | zoo ms | torch ms | ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['B']} | {r['T']} | {r['D']} | {r['H']} | {r['causal']} | {r['zoo_ms']:.2f} | "
+        f"{r['torch_ms']:.2f} | {r['ratio']:.2f}x |"
+        for r in rows
+    ]
     (RESULTS / f"attention_speed_{tag}.md").write_text("\n".join(lines) + "\n")
 
 

@@ -15,9 +15,9 @@ Writes bench/results/bert_speed_PRESET.{json,md}.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -29,12 +29,30 @@ from zoo.models.bert import build_bert, config_from_hf, state_from_hf
 
 RESULTS = Path(__file__).parent / "results"
 PRESETS = {  # Turc et al. (2019)'s BERT-Tiny and BERT-Mini, and BERT-base
-    "tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512,
-                 vocab_size=8192, batch=32),
-    "mini": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
-                 vocab_size=16384, batch=32),
-    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                 intermediate_size=3072, vocab_size=30522, batch=32),
+    "tiny": dict(
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=512,
+        vocab_size=8192,
+        batch=32,
+    ),
+    "mini": dict(
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        vocab_size=16384,
+        batch=32,
+    ),
+    "base": dict(
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        vocab_size=30522,
+        batch=32,
+    ),
 }
 LENGTH = 128
 
@@ -42,8 +60,11 @@ LENGTH = 128
 def pretraining_batch(vocab_size: int, batch: int, device: torch.device) -> dict[str, torch.Tensor]:
     """Random ids with the shape statistics of BERT's phase-1 batches."""
     g = torch.Generator().manual_seed(0)
-    lengths = torch.where(torch.rand(batch, generator=g) < 0.1,
-                          torch.randint(8, LENGTH, (batch,), generator=g), torch.full((batch,), LENGTH))
+    lengths = torch.where(
+        torch.rand(batch, generator=g) < 0.1,
+        torch.randint(8, LENGTH, (batch,), generator=g),
+        torch.full((batch,), LENGTH),
+    )
     mask = torch.arange(LENGTH)[None] < lengths[:, None]
     ids = torch.randint(5, vocab_size, (batch, LENGTH), generator=g).masked_fill(~mask, 0)
     types = ((torch.arange(LENGTH)[None] >= lengths[:, None] // 2) & mask).long()
@@ -64,68 +85,103 @@ def _zoo_step(model, b, optimizer, autocast: bool, *, every_position: bool = Fal
         with torch.autocast(b["ids"].device.type, dtype=torch.bfloat16, enabled=autocast):
             out = model(b["ids"], b["types"], b["mask"], masked_positions=chosen)
             mlm = out.mlm.float().flatten(0, -2)
-            loss = F.cross_entropy(mlm, targets, ignore_index=-100) + F.cross_entropy(out.nsp.float(), b["nsp"])
+            loss = F.cross_entropy(mlm, targets, ignore_index=-100) + F.cross_entropy(
+                out.nsp.float(), b["nsp"]
+            )
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
     return step
 
 
 def _hf_step(model, b, optimizer, autocast: bool) -> Callable[[], None]:
     def step() -> None:
         with torch.autocast(b["ids"].device.type, dtype=torch.bfloat16, enabled=autocast):
-            loss = model(input_ids=b["ids"], token_type_ids=b["types"], attention_mask=b["mask"].long(),
-                         labels=b["labels"], next_sentence_label=b["nsp"]).loss
+            loss = model(
+                input_ids=b["ids"],
+                token_type_ids=b["types"],
+                attention_mask=b["mask"].long(),
+                labels=b["labels"],
+                next_sentence_label=b["nsp"],
+            ).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
     return step
 
 
-def contenders(preset: str, device: torch.device, compiled: bool = False
-                ) -> tuple[dict[str, Callable[[], None]], dict]:
+def contenders(
+    preset: str, device: torch.device, compiled: bool = False
+) -> tuple[dict[str, Callable[[], None]], dict]:
     """The timed steps, named MODE/PRECISION/LIBRARY as in every peer bench (each synchronises a
     GPU), and the setup; `compiled` adds both models under torch.compile (mode train+compile)."""
     spec = dict(PRESETS[preset])
     batch = spec.pop("batch")
     torch.manual_seed(0)
-    theirs = BertForPreTraining(BertConfig(max_position_embeddings=512, attn_implementation="sdpa",
-                                           **spec))
+    theirs = BertForPreTraining(BertConfig(max_position_embeddings=512, attn_implementation="sdpa", **spec))
     cfg, vocab_size, pad_id = config_from_hf(theirs.config.to_dict())
     ours = build_bert(cfg, vocab_size, pad_id)
     ours.load_state_dict(state_from_hf(theirs.state_dict()))
     b = pretraining_batch(vocab_size, batch, device)
     every = partial(_zoo_step, every_position=True)
-    steps = {"train/zoo": (ours.to(device), _zoo_step), "train/hf": (theirs.to(device), _hf_step),
-             "train/zoo_every_position": (ours, every)}
+    steps = {
+        "train/zoo": (ours.to(device), _zoo_step),
+        "train/hf": (theirs.to(device), _hf_step),
+        "train/zoo_every_position": (ours, every),
+    }
     if compiled:
-        steps.update({"train+compile/zoo": (torch.compile(ours), _zoo_step),
-                      "train+compile/hf": (torch.compile(theirs), _hf_step)})
+        steps.update(
+            {
+                "train+compile/zoo": (torch.compile(ours), _zoo_step),
+                "train+compile/hf": (torch.compile(theirs), _hf_step),
+            }
+        )
     fns = {}
     for precision in ("fp32", "bf16"):
         for name, (model, make) in steps.items():
             mode, library = name.split("/")
             model.train()
-            optimizer = (hf_trainer_optimizer(model, 1e-5) if library == "hf" else
-                         zoo_optimizer(model, "adamw", 1e-5, weight_decay=0.01))
-            fns[f"{mode}/{precision}/{library}"] = synced(make(model, b, optimizer, precision == "bf16"), device)
+            optimizer = (
+                hf_trainer_optimizer(model, 1e-5)
+                if library == "hf"
+                else zoo_optimizer(model, "adamw", 1e-5, weight_decay=0.01)
+            )
+            fns[f"{mode}/{precision}/{library}"] = synced(
+                make(model, b, optimizer, precision == "bf16"), device
+            )
     params = sum(p.numel() for p in ours.parameters())
-    return fns, {"preset": preset, **spec, "batch": batch, "length": LENGTH,
-                 "tokens": int(b["mask"].sum()), "parameters": params}
+    return fns, {
+        "preset": preset,
+        **spec,
+        "batch": batch,
+        "length": LENGTH,
+        "tokens": int(b["mask"].sum()),
+        "parameters": params,
+    }
 
 
 def run(preset: str, device: torch.device, repeats: int) -> tuple[list[dict], dict]:
     fns, setup = contenders(preset, device)
     times = {}
     for precision in ("fp32", "bf16"):  # one round robin per precision, as the other benches
-        times.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
-                                         repeats=repeats, warmup=2))
+        times.update(
+            interleaved_medians(
+                {k: f for k, f in fns.items() if f"/{precision}/" in k}, repeats=repeats, warmup=2
+            )
+        )
     tokens = setup["tokens"]
-    rows = [{"precision": p, "zoo_tokens_per_s": tokens / times[f"train/{p}/zoo"],
-             "hf_tokens_per_s": tokens / times[f"train/{p}/hf"],
-             "ratio": times[f"train/{p}/hf"] / times[f"train/{p}/zoo"],
-             "zoo_every_position_tokens_per_s": tokens / times[f"train/{p}/zoo_every_position"]}
-            for p in ("fp32", "bf16")]
+    rows = [
+        {
+            "precision": p,
+            "zoo_tokens_per_s": tokens / times[f"train/{p}/zoo"],
+            "hf_tokens_per_s": tokens / times[f"train/{p}/hf"],
+            "ratio": times[f"train/{p}/hf"] / times[f"train/{p}/zoo"],
+            "zoo_every_position_tokens_per_s": tokens / times[f"train/{p}/zoo_every_position"],
+        }
+        for p in ("fp32", "bf16")
+    ]
     return rows, setup
 
 
@@ -138,16 +194,22 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"bert_speed_{args.preset}"
     stem.with_suffix(".json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
-    lines = ["# zoo BERT vs Hugging Face BertForPreTraining (same dimensions and weights)", "",
-             f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, "
-             f"transformers {meta['transformers']}.",
-             f"Setup: {setup}. Pretraining steps (forward, MLM + NSP loss, backward, AdamW); "
-             f"medians of {args.repeats} interleaved rounds, one round robin per precision.", "",
-             "| precision | zoo tokens/s | HF tokens/s | ratio (target >= 1.2x) | zoo, MLM head at every position |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "# zoo BERT vs Hugging Face BertForPreTraining (same dimensions and weights)",
+        "",
+        f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, "
+        f"transformers {meta['transformers']}.",
+        f"Setup: {setup}. Pretraining steps (forward, MLM + NSP loss, backward, AdamW); "
+        f"medians of {args.repeats} interleaved rounds, one round robin per precision.",
+        "",
+        "| precision | zoo tokens/s | HF tokens/s | ratio (target >= 1.2x) | zoo, MLM head at every position |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['precision']} | {r['zoo_tokens_per_s']:.0f} | {r['hf_tokens_per_s']:.0f} | "
-                     f"{r['ratio']:.2f}x | {r['zoo_every_position_tokens_per_s']:.0f} |")
+        lines.append(
+            f"| {r['precision']} | {r['zoo_tokens_per_s']:.0f} | {r['hf_tokens_per_s']:.0f} | "
+            f"{r['ratio']:.2f}x | {r['zoo_every_position_tokens_per_s']:.0f} |"
+        )
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -43,7 +43,9 @@ def running_minutes(records: list[dict], start: float) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("runs", type=Path, nargs="+", help="run directories, in training order")
     parser.add_argument("--metric", default="bleu", help="a key of the validation records")
     parser.add_argument("--start", type=float, default=0.0, help="launch time, seconds since the epoch")
@@ -69,8 +71,15 @@ def main() -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
     ax.plot(minutes, values, marker="o", label=f"validation {args.metric}")
     for m, value, step in zip(minutes, values, steps):
-        ax.annotate(f"{step}", (m, value), textcoords="offset points", xytext=(0, -12),
-                    fontsize=7, ha="center", color="gray")
+        ax.annotate(
+            f"{step}",
+            (m, value),
+            textcoords="offset points",
+            xytext=(0, -12),
+            fontsize=7,
+            ha="center",
+            color="gray",
+        )
     for boundary in boundaries[:-1]:
         ax.axvline(boundary, color="gray", linestyle="--", linewidth=0.8)
     if args.test is not None:

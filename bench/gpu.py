@@ -27,8 +27,8 @@ import dataclasses
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -100,8 +100,11 @@ def write_profile(what: str, device: torch.device, path: Path) -> None:
         fns = {k: f for k, f in decode_contenders(device)[0].items() if k.startswith("decode/fp32/")}
         calls = 1
     else:
-        fns = {k: f for k, f in contenders(what, device, compiled=False)[0].items()
-               if k.startswith("train/bf16/")}
+        fns = {
+            k: f
+            for k, f in contenders(what, device, compiled=False)[0].items()
+            if k.startswith("train/bf16/")
+        }
         calls = 3
     tables = []
     for name, fn in fns.items():
@@ -109,14 +112,19 @@ def write_profile(what: str, device: torch.device, path: Path) -> None:
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 fn()
-        tables.append(f"# {name}, {calls} call(s)\n" + prof.key_averages().table(
-            sort_by="cuda_time_total", row_limit=20, max_name_column_width=50))
-    path.write_text(f"# `python -m bench.gpu --only {what} --profile`, {torch.cuda.get_device_name()}, "
-                    f"torch {torch.__version__}\n\n" + "\n\n".join(tables) + "\n")
+        tables.append(
+            f"# {name}, {calls} call(s)\n"
+            + prof.key_averages().table(sort_by="cuda_time_total", row_limit=20, max_name_column_width=50)
+        )
+    path.write_text(
+        f"# `python -m bench.gpu --only {what} --profile`, {torch.cuda.get_device_name()}, "
+        f"torch {torch.__version__}\n\n" + "\n\n".join(tables) + "\n"
+    )
 
 
-def training_rows(what: str, device: torch.device, repeats: int, compiled: bool,
-                  peaks: dict[str, float] | None) -> dict:
+def training_rows(
+    what: str, device: torch.device, repeats: int, compiled: bool, peaks: dict[str, float] | None
+) -> dict:
     fns, items, unit, setup = contenders(what, device, compiled)
     # bf16 compiled steps only: compiling costs ~a minute per model and precision here.
     fns = {k: f for k, f in fns.items() if not k.startswith("train+compile/fp32/")}
@@ -124,14 +132,23 @@ def training_rows(what: str, device: torch.device, repeats: int, compiled: bool,
     flops = {k: step_flops(f) for k, f in fns.items() if not k.startswith("train+compile/")}
     seconds = {}
     for precision in PRECISIONS:
-        seconds.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
-                                           repeats=repeats, warmup=2))
+        seconds.update(
+            interleaved_medians(
+                {k: f for k, f in fns.items() if f"/{precision}/" in k}, repeats=repeats, warmup=2
+            )
+        )
     rows = []
     for name, s in seconds.items():
         mode, precision, library = name.split("/")
         count = flops.get(name.replace("train+compile/", "train/"))
-        row = {"mode": mode, "precision": precision, "library": library, "seconds": s,
-               "per_s": items / s, "tflops": count / s / 1e12 if count else None}
+        row = {
+            "mode": mode,
+            "precision": precision,
+            "library": library,
+            "seconds": s,
+            "per_s": items / s,
+            "tflops": count / s / 1e12 if count else None,
+        }
         if count and peaks:
             row["mfu"] = count / s / peaks[precision]
         rows.append(row)
@@ -152,24 +169,36 @@ def decode_contenders(device: torch.device) -> tuple[dict[str, Callable[[], int]
     def generate(bf16: bool) -> Callable[[], int]:
         def run() -> int:
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                out = marian.generate(input_ids=src, attention_mask=src != ts.PAD, num_beams=ts.BEAM,
-                                      length_penalty=ts.ALPHA, max_new_tokens=forced + 1, do_sample=False)
+                out = marian.generate(
+                    input_ids=src,
+                    attention_mask=src != ts.PAD,
+                    num_beams=ts.BEAM,
+                    length_penalty=ts.ALPHA,
+                    max_new_tokens=forced + 1,
+                    do_sample=False,
+                )
             return int((out[:, 1:] != ts.PAD).sum())
+
         return run
 
     def timed_decode(decode: Callable[[], int]) -> Callable[[], int]:
         """Without autograd, and finished on the device before the clock stops."""
+
         def run() -> int:
             with torch.inference_mode():
                 tokens = decode()
             if device.type == "cuda":
                 torch.cuda.synchronize()
             return tokens
+
         return run
 
     makers = {"zoo": lambda bf16: ts.zoo_beam(ours, [src], bf16=bf16), "generate": generate}
-    fns = {f"decode/{precision}/{name}": timed_decode(make(precision == "bf16"))
-           for precision in PRECISIONS for name, make in makers.items()}
+    fns = {
+        f"decode/{precision}/{name}": timed_decode(make(precision == "bf16"))
+        for precision in PRECISIONS
+        for name, make in makers.items()
+    }
     return fns, {"preset": "base", "batch": len(src), "beam": ts.BEAM, **vars(preset)}
 
 
@@ -181,58 +210,92 @@ def decode_rows(device: torch.device, repeats: int) -> dict:
     out = {}
     for precision in PRECISIONS:
         speed, tokens = timed({k.split("/")[2]: f for k, f in fns.items() if f"/{precision}/" in k}, repeats)
-        out[precision] = {"tokens_per_s": speed, "mean_length": {k: v / setup["batch"] for k, v in tokens.items()},
-                          "ratio": speed["zoo"] / speed["generate"]}
+        out[precision] = {
+            "tokens_per_s": speed,
+            "mean_length": {k: v / setup["batch"] for k, v in tokens.items()},
+            "ratio": speed["zoo"] / speed["generate"],
+        }
     return {"setup": setup, "precisions": out}
 
 
 def markdown(result: dict) -> str:
     peaks, ceiling = result["datasheet_peak"], result["measured_ceiling"]
-    lines = [f"# GPU: zoo against its peers on {result['hardware']}", "",
-             f"`{result['command']}`; torch {result['torch']}. Medians of {result['repeats']} interleaved "
-             "rounds, one round robin per precision. MFU = counted model FLOPs / time / datasheet dense "
-             f"peak ({'unknown device' if not peaks else ', '.join(f'{k} {v / 1e12:.0f}' for k, v in peaks.items())} "
-             f"TFLOP/s); measured ceiling here (8192^3 product): "
-             f"{', '.join(f'{k} {v / 1e12:.0f}' for k, v in ceiling.items())} TFLOP/s.", ""]
-    titles = {"vit": "ViT-B/16, 224 px, vs timm VisionTransformer",
-              "bert": "BERT-base pretraining step vs Hugging Face BertForPreTraining",
-              "translation": "Transformer base training step vs Hugging Face MarianMTModel"}
+    lines = [
+        f"# GPU: zoo against its peers on {result['hardware']}",
+        "",
+        f"`{result['command']}`; torch {result['torch']}. Medians of {result['repeats']} interleaved "
+        "rounds, one round robin per precision. MFU = counted model FLOPs / time / datasheet dense "
+        f"peak ({'unknown device' if not peaks else ', '.join(f'{k} {v / 1e12:.0f}' for k, v in peaks.items())} "
+        f"TFLOP/s); measured ceiling here (8192^3 product): "
+        f"{', '.join(f'{k} {v / 1e12:.0f}' for k, v in ceiling.items())} TFLOP/s.",
+        "",
+    ]
+    titles = {
+        "vit": "ViT-B/16, 224 px, vs timm VisionTransformer",
+        "bert": "BERT-base pretraining step vs Hugging Face BertForPreTraining",
+        "translation": "Transformer base training step vs Hugging Face MarianMTModel",
+    }
     for what, title in titles.items():
         if what not in result:
             continue
         r = result[what]
-        lines += [f"## {title}", "", f"Setup: {r['setup']}.", "",
-                  f"| mode | precision | library | {r['unit']}/s | TFLOP/s | MFU | ratio zoo / peer |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {title}",
+            "",
+            f"Setup: {r['setup']}.",
+            "",
+            f"| mode | precision | library | {r['unit']}/s | TFLOP/s | MFU | ratio zoo / peer |",
+            "|---|---|---|---|---|---|---|",
+        ]
         by_key = {(x["mode"], x["precision"], x["library"]): x for x in r["rows"]}
         for (mode, precision, library), x in by_key.items():
-            peer = next((y for (m, p, lib), y in by_key.items() if m == mode and p == precision
-                         and lib not in ("zoo", "zoo_every_position")), None)
+            peer = next(
+                (
+                    y
+                    for (m, p, lib), y in by_key.items()
+                    if m == mode and p == precision and lib not in ("zoo", "zoo_every_position")
+                ),
+                None,
+            )
             ratio = f"{peer['seconds'] / x['seconds']:.2f}x" if library == "zoo" and peer else ""
             tflops = f"{x['tflops']:.0f}" if x["tflops"] else "-"
             mfu = f"{100 * x['mfu']:.1f}%" if x.get("mfu") else "-"
-            lines.append(f"| {mode} | {precision} | {library} | {x['per_s']:,.0f} | {tflops} | {mfu} | {ratio} |")
+            lines.append(
+                f"| {mode} | {precision} | {library} | {x['per_s']:,.0f} | {tflops} | {mfu} | {ratio} |"
+            )
         lines.append("")
     if "decode" in result:
         d = result["decode"]
-        lines += ["## Beam search (4), base Transformer, random weights to full length, vs generate", "",
-                  f"Setup: {d['setup']}.", "", "| precision | zoo tokens/s | generate tokens/s | ratio |",
-                  "|---|---|---|---|"]
+        lines += [
+            "## Beam search (4), base Transformer, random weights to full length, vs generate",
+            "",
+            f"Setup: {d['setup']}.",
+            "",
+            "| precision | zoo tokens/s | generate tokens/s | ratio |",
+            "|---|---|---|---|",
+        ]
         for precision, x in d["precisions"].items():
-            lines.append(f"| {precision} | {x['tokens_per_s']['zoo']:,.0f} | "
-                         f"{x['tokens_per_s']['generate']:,.0f} | {x['ratio']:.2f}x |")
+            lines.append(
+                f"| {precision} | {x['tokens_per_s']['zoo']:,.0f} | "
+                f"{x['tokens_per_s']['generate']:,.0f} | {x['ratio']:.2f}x |"
+            )
         lines.append("")
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", default="vit,bert,translation,decode", help="comma-separated benches")
     parser.add_argument("--repeats", type=int, default=10, help="interleaved timing rounds")
     parser.add_argument("--compile", action="store_true", help="add bf16 training steps under torch.compile")
     parser.add_argument("--out", default=str(RESULTS), help="folder for the results")
-    parser.add_argument("--profile", action="store_true",
-                        help="write torch.profiler tables (bf16 training steps; fp32 beam search) to gpu_<bench>_profile.txt first")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="write torch.profiler tables (bf16 training steps; fp32 beam search) to gpu_<bench>_profile.txt first",
+    )
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench.gpu needs a CUDA device")

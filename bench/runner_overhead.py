@@ -33,8 +33,16 @@ def bare_loop(cfg: ReverseConfig, steps: int) -> None:
     """What a user would write by hand around the same task step: no logging, checkpoints,
     schedule, metric reduction or NaN check."""
     task = ReverseTask(cfg)
-    task.setup(RunContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"),
-                          run_dir=Path("."), seed=cfg.train.seed))
+    task.setup(
+        RunContext(
+            rank=0,
+            world_size=1,
+            local_rank=0,
+            device=torch.device("cpu"),
+            run_dir=Path("."),
+            seed=cfg.train.seed,
+        )
+    )
     torch.manual_seed(cfg.train.seed)
     model = task.build_model()
     optimizer = build_optimizer(model, cfg.optim)  # the runner's own: the loops differ in nothing else
@@ -61,7 +69,9 @@ def timed(fn, cfg: ReverseConfig, steps: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
@@ -80,13 +90,20 @@ def main() -> None:
             slopes[name].append((timed(fn, cfg, long) - timed(fn, cfg, short)) / (long - short))
     median = {name: sorted(v)[len(v) // 2] for name, v in slopes.items()}
     overhead = median["runner"] / median["bare"] - 1
-    result = {"hardware": hardware(), "torch": torch.__version__,
-              "command": f"python -m bench.runner_overhead --steps {args.steps} --repeats {args.repeats} "
-                         f"--threads {args.threads}",
-              "runner_ms_per_step": 1e3 * median["runner"], "bare_ms_per_step": 1e3 * median["bare"],
-              "overhead": overhead, "samples_ms": {k: [1e3 * x for x in v] for k, v in slopes.items()}}
-    print(f"runner {result['runner_ms_per_step']:.2f} ms/step, bare loop "
-          f"{result['bare_ms_per_step']:.2f} ms/step: overhead {100 * overhead:+.1f}% (target <= 2%)")
+    result = {
+        "hardware": hardware(),
+        "torch": torch.__version__,
+        "command": f"python -m bench.runner_overhead --steps {args.steps} --repeats {args.repeats} "
+        f"--threads {args.threads}",
+        "runner_ms_per_step": 1e3 * median["runner"],
+        "bare_ms_per_step": 1e3 * median["bare"],
+        "overhead": overhead,
+        "samples_ms": {k: [1e3 * x for x in v] for k, v in slopes.items()},
+    }
+    print(
+        f"runner {result['runner_ms_per_step']:.2f} ms/step, bare loop "
+        f"{result['bare_ms_per_step']:.2f} ms/step: overhead {100 * overhead:+.1f}% (target <= 2%)"
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "runner_overhead.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "runner_overhead.md").write_text(
@@ -94,7 +111,8 @@ def main() -> None:
         f"`{result['command']}` on {result['hardware']}, torch {result['torch']}.\n\n"
         "| runner ms/step | bare loop ms/step | overhead |\n|---|---|---|\n"
         f"| {result['runner_ms_per_step']:.2f} | {result['bare_ms_per_step']:.2f} | "
-        f"{100 * overhead:+.1f}% |\n")
+        f"{100 * overhead:+.1f}% |\n"
+    )
 
 
 if __name__ == "__main__":

@@ -6,14 +6,16 @@ import argparse
 import statistics
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
 
 
-def interleaved_medians(fns: dict[str, Callable[[], None]], *, repeats: int = 7,
-                        warmup: int = 1) -> dict[str, float]:
+def interleaved_medians(
+    fns: dict[str, Callable[[], None]], *, repeats: int = 7, warmup: int = 1
+) -> dict[str, float]:
     """Median wall seconds of each zero-argument callable over `repeats` alternating rounds."""
     for _ in range(warmup):
         for fn in fns.values():
@@ -36,6 +38,7 @@ def synced(fn: Callable[[], None], device: torch.device) -> Callable[[], None]:
     def run() -> None:
         fn()
         torch.cuda.synchronize()
+
     return run
 
 
@@ -49,8 +52,9 @@ def hardware() -> str:
     return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
 
 
-def peer_arguments(doc: str | None, presets: dict, default_preset: str, *,
-                   compile_option: bool = False) -> argparse.Namespace:
+def peer_arguments(
+    doc: str | None, presets: dict, default_preset: str, *, compile_option: bool = False
+) -> argparse.Namespace:
     """The options every peer speed bench takes (--device, --preset, --repeats, --threads, and
     --compile where the bench has compiled rows); applies --threads before any timing."""
     import torch
@@ -61,8 +65,11 @@ def peer_arguments(doc: str | None, presets: dict, default_preset: str, *,
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
     if compile_option:
-        parser.add_argument("--compile", action="store_true",
-                            help="also time both models' training steps under torch.compile (inductor)")
+        parser.add_argument(
+            "--compile",
+            action="store_true",
+            help="also time both models' training steps under torch.compile (inductor)",
+        )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -74,5 +81,10 @@ def run_meta(module: str, peer: str, peer_version: str, setup: dict) -> dict[str
     import torch
 
     command = f"python -m {module} " + " ".join(sys.argv[1:])
-    return {"command": command.strip(), "hardware": hardware(), "torch": torch.__version__,
-            peer: peer_version, "setup": setup}
+    return {
+        "command": command.strip(),
+        "hardware": hardware(),
+        "torch": torch.__version__,
+        peer: peer_version,
+        "setup": setup,
+    }

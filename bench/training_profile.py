@@ -31,7 +31,9 @@ TOKENS = 3800
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=5, help="profiled steps (after 3 warm-up and 10 timed)")
     parser.add_argument("--unfused", action="store_true", help="logits first, then the loss")
@@ -39,8 +41,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    cfg = ModelConfig(encoder_layers=3, decoder_layers=3, dim=256, ffn_dim=1024, num_heads=4,
-                      dropout=0.3, max_len=256)
+    cfg = ModelConfig(
+        encoder_layers=3, decoder_layers=3, dim=256, ffn_dim=1024, num_heads=4, dropout=0.3, max_len=256
+    )
     model = build_model(cfg, VOCAB, VOCAB, PAD).train()
     optimizer = build_optimizer(model, OptimConfig(name="adam", lr=1e-4, betas=[0.9, 0.98]))  # the runner's
     batch = TOKENS // (SOURCE_LEN + 1)
@@ -49,8 +52,9 @@ def main() -> None:
 
     def loss() -> torch.Tensor:
         if args.unfused:
-            return label_smoothed_cross_entropy(model(src, tgt[:, :-1]), tgt[:, 1:], smoothing=0.1,
-                                                ignore_index=PAD)[0]
+            return label_smoothed_cross_entropy(
+                model(src, tgt[:, :-1]), tgt[:, 1:], smoothing=0.1, ignore_index=PAD
+            )[0]
         return model(src, tgt[:, :-1], tgt[:, 1:], smoothing=0.1).loss
 
     def step() -> None:
@@ -68,9 +72,11 @@ def main() -> None:
         for _ in range(args.steps):
             step()
     path = "unfused" if args.unfused else "fused"
-    report = (f"{seconds:.3f} s/step, {path} loss ({batch} x {SOURCE_LEN + 1} target tokens, {args.threads} threads, "
-              f"torch {torch.__version__})\n\n"
-              + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20, max_name_column_width=60))
+    report = (
+        f"{seconds:.3f} s/step, {path} loss ({batch} x {SOURCE_LEN + 1} target tokens, {args.threads} threads, "
+        f"torch {torch.__version__})\n\n"
+        + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20, max_name_column_width=60)
+    )
     print(report)
     if args.out:
         Path(args.out).write_text(report + "\n")

@@ -68,10 +68,8 @@ class Preset:
 
 
 PRESETS = {
-    "small": Preset(layers=3, dim=256, ffn_dim=1024, heads=4, vocab=8000, src_len=30,
-                    decode_batch=32),
-    "base": Preset(layers=6, dim=512, ffn_dim=2048, heads=8, vocab=37000, src_len=30,
-                   decode_batch=32),
+    "small": Preset(layers=3, dim=256, ffn_dim=1024, heads=4, vocab=8000, src_len=30, decode_batch=32),
+    "base": Preset(layers=6, dim=512, ffn_dim=2048, heads=8, vocab=37000, src_len=30, decode_batch=32),
 }
 EXTRA_LEN = 50
 BEAM = 4
@@ -79,20 +77,43 @@ ALPHA = 0.6
 
 
 def build_ours(p: Preset) -> torch.nn.Module:
-    cfg = ModelConfig(encoder_layers=p.layers, decoder_layers=p.layers, dim=p.dim, ffn_dim=p.ffn_dim,
-                      num_heads=p.heads, dropout=0.1, max_len=256)
+    cfg = ModelConfig(
+        encoder_layers=p.layers,
+        decoder_layers=p.layers,
+        dim=p.dim,
+        ffn_dim=p.ffn_dim,
+        num_heads=p.heads,
+        dropout=0.1,
+        max_len=256,
+    )
     return build_model(cfg, p.vocab, p.vocab, PAD)
 
 
 def build_marian(p: Preset) -> MarianMTModel:
     cfg = MarianConfig(
-        vocab_size=p.vocab, decoder_vocab_size=p.vocab, d_model=p.dim, encoder_layers=p.layers,
-        decoder_layers=p.layers, encoder_attention_heads=p.heads, decoder_attention_heads=p.heads,
-        encoder_ffn_dim=p.ffn_dim, decoder_ffn_dim=p.ffn_dim, activation_function="relu",
-        dropout=0.1, attention_dropout=0.0, activation_dropout=0.0, max_position_embeddings=256,
-        scale_embedding=True, share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
-        pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=EOS,
-        attn_implementation="sdpa")
+        vocab_size=p.vocab,
+        decoder_vocab_size=p.vocab,
+        d_model=p.dim,
+        encoder_layers=p.layers,
+        decoder_layers=p.layers,
+        encoder_attention_heads=p.heads,
+        decoder_attention_heads=p.heads,
+        encoder_ffn_dim=p.ffn_dim,
+        decoder_ffn_dim=p.ffn_dim,
+        activation_function="relu",
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        max_position_embeddings=256,
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+        decoder_start_token_id=BOS,
+        forced_eos_token_id=EOS,
+        attn_implementation="sdpa",
+    )
     return MarianMTModel(cfg)
 
 
@@ -102,29 +123,44 @@ SMOOTHING = 0.1  # the recipes' label smoothing, in both training steps
 # The paper's Adam settings, in each library's optimizer as its training loop builds it
 # (bench/optimizers.py): zoo's runner and the Hugging Face Trainer both take torch's fused kernel.
 ADAM = dict(betas=(0.9, 0.98), eps=1e-9)
-OPTIMIZERS = {"zoo": lambda model: zoo_optimizer(model, "adam", 1e-4, **ADAM),
-              "marian": lambda model: hf_trainer_optimizer(model, 1e-4, **ADAM)}
+OPTIMIZERS = {
+    "zoo": lambda model: zoo_optimizer(model, "adam", 1e-4, **ADAM),
+    "marian": lambda model: hf_trainer_optimizer(model, 1e-4, **ADAM),
+}
 
 
-def trainer(model: torch.nn.Module, loss_of, src: torch.Tensor, tgt_in: torch.Tensor,
-            tgt_out: torch.Tensor, optimizer: torch.optim.Optimizer):
+def trainer(
+    model: torch.nn.Module,
+    loss_of,
+    src: torch.Tensor,
+    tgt_in: torch.Tensor,
+    tgt_out: torch.Tensor,
+    optimizer: torch.optim.Optimizer,
+):
     """One optimizer step per call: forward, summed label-smoothed token loss, backward, Adam."""
+
     def step() -> None:
         loss_of(model, src, tgt_in, tgt_out).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
     return step
 
 
-def zoo_loss(model: torch.nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+def zoo_loss(
+    model: torch.nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor
+) -> torch.Tensor:
     """zoo's training step as the translation task runs it: the projection and loss fused."""
     return model(src, tgt_in, tgt_out, smoothing=SMOOTHING).loss
 
 
-def marian_loss(model: MarianMTModel, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+def marian_loss(
+    model: MarianMTModel, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor
+) -> torch.Tensor:
     logits = model(input_ids=src, attention_mask=src != PAD, decoder_input_ids=tgt_in).logits
-    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD,
-                           label_smoothing=SMOOTHING, reduction="sum")
+    return F.cross_entropy(
+        logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD, label_smoothing=SMOOTHING, reduction="sum"
+    )
 
 
 def random_batch(p: Preset, rows: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -142,24 +178,39 @@ def autocast_step(step, precision: str, device: torch.device = torch.device("cpu
     def run() -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
             step()
+
     return run
 
 
-def training_contenders(p: Preset, device: torch.device = torch.device("cpu"), compiled: bool = False
-                        ) -> tuple[dict, int]:
+def training_contenders(
+    p: Preset, device: torch.device = torch.device("cpu"), compiled: bool = False
+) -> tuple[dict, int]:
     """zoo's and Marian's training steps named MODE/PRECISION/LIBRARY as in every peer bench
     (mode train+compile too when `compiled`), each synchronising a GPU, and the target tokens a
     step trains on."""
     src, tgt_in, tgt_out = (t.to(device) for t in random_batch(p, p.train_batch))
     torch.manual_seed(0)
-    models = {("train", "zoo"): (build_ours(p).train().to(device), zoo_loss),
-              ("train", "marian"): (build_marian(p).train().to(device), marian_loss)}
+    models = {
+        ("train", "zoo"): (build_ours(p).train().to(device), zoo_loss),
+        ("train", "marian"): (build_marian(p).train().to(device), marian_loss),
+    }
     if compiled:
-        models.update({("train+compile", library): (torch.compile(model), loss)
-                       for (_, library), (model, loss) in list(models.items())})
-    fns = {f"{mode}/{precision}/{library}": synced(autocast_step(
-               trainer(model, loss, src, tgt_in, tgt_out, OPTIMIZERS[library](model)), precision, device), device)
-           for precision in ("fp32", "bf16") for (mode, library), (model, loss) in models.items()}
+        models.update(
+            {
+                ("train+compile", library): (torch.compile(model), loss)
+                for (_, library), (model, loss) in list(models.items())
+            }
+        )
+    fns = {
+        f"{mode}/{precision}/{library}": synced(
+            autocast_step(
+                trainer(model, loss, src, tgt_in, tgt_out, OPTIMIZERS[library](model)), precision, device
+            ),
+            device,
+        )
+        for precision in ("fp32", "bf16")
+        for (mode, library), (model, loss) in models.items()
+    }
     return fns, int((tgt_out != PAD).sum())
 
 
@@ -174,17 +225,21 @@ def training(p: Preset, threads: list[int], repeats: int) -> dict:
         torch.set_num_threads(n)
         seconds = {}
         for precision in ("fp32", "bf16"):
-            seconds.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
-                                               repeats=repeats))
-        out[n] = {precision: {"zoo_tokens_per_s": tokens / seconds[f"train/{precision}/zoo"],
-                              "marian_tokens_per_s": tokens / seconds[f"train/{precision}/marian"],
-                              "ratio": seconds[f"train/{precision}/marian"] / seconds[f"train/{precision}/zoo"]}
-                  for precision in ("fp32", "bf16")}
+            seconds.update(
+                interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k}, repeats=repeats)
+            )
+        out[n] = {
+            precision: {
+                "zoo_tokens_per_s": tokens / seconds[f"train/{precision}/zoo"],
+                "marian_tokens_per_s": tokens / seconds[f"train/{precision}/marian"],
+                "ratio": seconds[f"train/{precision}/marian"] / seconds[f"train/{precision}/zoo"],
+            }
+            for precision in ("fp32", "bf16")
+        }
     return {"tokens": tokens, "threads": out}
 
 
-def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, threads: int,
-                   compute_type: str):
+def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, threads: int, compute_type: str):
     """CTranslate2 running `model`'s own weights (converted once into `folder`)."""
     import ctranslate2
 
@@ -196,8 +251,9 @@ def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, thre
         spec.optimize()
         folder.mkdir(parents=True)
         spec.save(str(folder))
-    return ctranslate2.Translator(str(folder), device="cpu", compute_type=compute_type,
-                                  intra_threads=threads, inter_threads=1)
+    return ctranslate2.Translator(
+        str(folder), device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1
+    )
 
 
 def timed(fns: dict, repeats: int) -> dict[str, float]:
@@ -215,9 +271,20 @@ def timed(fns: dict, repeats: int) -> dict[str, float]:
 def zoo_beam(model, batches: list[torch.Tensor], bf16: bool = False):
     def decode() -> int:
         with torch.autocast(batches[0].device.type, dtype=torch.bfloat16, enabled=bf16):
-            return sum(len(h) + 1 for src in batches for h in beam_search(
-                model, src, special=SPECIAL_IDS, beam_size=BEAM, alpha=ALPHA, max_len_a=1.0,
-                max_len_b=EXTRA_LEN).best())
+            return sum(
+                len(h) + 1
+                for src in batches
+                for h in beam_search(
+                    model,
+                    src,
+                    special=SPECIAL_IDS,
+                    beam_size=BEAM,
+                    alpha=ALPHA,
+                    max_len_a=1.0,
+                    max_len_b=EXTRA_LEN,
+                ).best()
+            )
+
     return decode
 
 
@@ -225,9 +292,16 @@ def ct2_beam(translator, sources: list[list[str]], *, forced: int | None = None,
     def decode() -> int:
         lengths = {} if forced is None else {"min_decoding_length": forced}
         results = translator.translate_batch(
-            sources, beam_size=BEAM, length_penalty=ALPHA, max_batch_size=max_batch,
-            max_decoding_length=forced or 256, suppress_sequences=[["<s>"], ["<pad>"]], **lengths)
+            sources,
+            beam_size=BEAM,
+            length_penalty=ALPHA,
+            max_batch_size=max_batch,
+            max_decoding_length=forced or 256,
+            suppress_sequences=[["<s>"], ["<pad>"]],
+            **lengths,
+        )
         return sum(len(r.hypotheses[0]) + 1 for r in results)
+
     return decode
 
 
@@ -242,22 +316,37 @@ def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) ->
 
     def generate() -> int:
         with torch.inference_mode():
-            out = marian.generate(input_ids=src, attention_mask=src != PAD, num_beams=BEAM,
-                                  length_penalty=ALPHA, max_new_tokens=forced + 1, do_sample=False)
+            out = marian.generate(
+                input_ids=src,
+                attention_mask=src != PAD,
+                num_beams=BEAM,
+                length_penalty=ALPHA,
+                max_new_tokens=forced + 1,
+                do_sample=False,
+            )
         return int((out[:, 1:] != PAD).sum())
 
     rows = {}
     for n in threads:
         torch.set_num_threads(n)
-        fns = {"zoo": zoo_beam(ours, [src]), "generate": generate,
-               "ct2_fp32": ct2_beam(ct2_translator(ours, pieces, folder, n, "float32"), sources, forced=forced),
-               "ct2_int8": ct2_beam(ct2_translator(ours, pieces, folder, n, "int8"), sources, forced=forced)}
+        fns = {
+            "zoo": zoo_beam(ours, [src]),
+            "generate": generate,
+            "ct2_fp32": ct2_beam(ct2_translator(ours, pieces, folder, n, "float32"), sources, forced=forced),
+            "ct2_int8": ct2_beam(ct2_translator(ours, pieces, folder, n, "int8"), sources, forced=forced),
+        }
         speed, tokens = timed(fns, repeats)
-        bf16_speed, bf16_tokens = timed({"zoo_bf16": zoo_beam(ours, [src], bf16=True),
-                                         "zoo": zoo_beam(ours, [src])}, max(1, repeats - 1))
-        rows[n] = {"tokens_per_s": speed, "mean_length": {k: v / len(src) for k, v in tokens.items()},
-                   "bf16": {"tokens_per_s": bf16_speed,
-                            "mean_length": {k: v / len(src) for k, v in bf16_tokens.items()}}}
+        bf16_speed, bf16_tokens = timed(
+            {"zoo_bf16": zoo_beam(ours, [src], bf16=True), "zoo": zoo_beam(ours, [src])}, max(1, repeats - 1)
+        )
+        rows[n] = {
+            "tokens_per_s": speed,
+            "mean_length": {k: v / len(src) for k, v in tokens.items()},
+            "bf16": {
+                "tokens_per_s": bf16_speed,
+                "mean_length": {k: v / len(src) for k, v in bf16_tokens.items()},
+            },
+        }
     return rows
 
 
@@ -291,8 +380,10 @@ def trained_decode(run: str):
 
         def run() -> int:
             with torch.inference_mode():
-                return sum(len(h) + 1 for h in translate_ids(model, sources, decode, beam_size=BEAM,
-                                                             max_tokens=4096))
+                return sum(
+                    len(h) + 1 for h in translate_ids(model, sources, decode, beam_size=BEAM, max_tokens=4096)
+                )
+
         return run
 
     return translator, zoo, [tokenizer.pieces(ids) for ids in sources], name
@@ -304,17 +395,27 @@ def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
     model, tokenizer = translator.model, translator.tokenizer
     pieces = tokenizer.pieces(range(tokenizer.vocab_size))
     m = translator.cfg.model
-    rows = {"test_set": name, "sentences": len(source_pieces), "step": translator.trained.step,
-            "model": f"{m.encoder_layers}+{m.decoder_layers} layers, dim {m.dim}, ffn {m.ffn_dim}, "
-                     f"{m.num_heads} heads, vocab {tokenizer.vocab_size}, "
-                     f"{'pre' if m.pre_norm else 'post'}-norm"}
+    rows = {
+        "test_set": name,
+        "sentences": len(source_pieces),
+        "step": translator.trained.step,
+        "model": f"{m.encoder_layers}+{m.decoder_layers} layers, dim {m.dim}, ffn {m.ffn_dim}, "
+        f"{m.num_heads} heads, vocab {tokenizer.vocab_size}, "
+        f"{'pre' if m.pre_norm else 'post'}-norm",
+    }
     for n in threads:
         torch.set_num_threads(n)
-        fns = {"zoo": zoo(), "zoo_patience1": zoo(patience=1.0),
-               "ct2_fp32": ct2_beam(ct2_translator(model, pieces, folder, n, "float32"), source_pieces),
-               "ct2_int8": ct2_beam(ct2_translator(model, pieces, folder, n, "int8"), source_pieces)}
+        fns = {
+            "zoo": zoo(),
+            "zoo_patience1": zoo(patience=1.0),
+            "ct2_fp32": ct2_beam(ct2_translator(model, pieces, folder, n, "float32"), source_pieces),
+            "ct2_int8": ct2_beam(ct2_translator(model, pieces, folder, n, "int8"), source_pieces),
+        }
         speed, tokens = timed(fns, repeats)
-        rows[n] = {"tokens_per_s": speed, "mean_length": {k: v / len(source_pieces) for k, v in tokens.items()}}
+        rows[n] = {
+            "tokens_per_s": speed,
+            "mean_length": {k: v / len(source_pieces) for k, v in tokens.items()},
+        }
     return rows
 
 
@@ -333,15 +434,19 @@ def profile(preset: Preset, path: Path, run: str = "") -> None:
         src = random_batch(preset, preset.decode_batch)[0]
         torch.manual_seed(0)
         decode = zoo_beam(build_ours(preset).eval(), [src])
-        what = (f"beam {BEAM}, alpha {ALPHA}, source length + {EXTRA_LEN}, random weights (every "
-                f"hypothesis runs to the limit)\n# preset {asdict(preset)}")
+        what = (
+            f"beam {BEAM}, alpha {ALPHA}, source length + {EXTRA_LEN}, random weights (every "
+            f"hypothesis runs to the limit)\n# preset {asdict(preset)}"
+        )
     decode()
     with profiler(activities=[ProfilerActivity.CPU]) as prof:
         decode()
     table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=40)
-    path.write_text(f"# Profile of zoo.decode.beam_search, `{command()}`\n# {what}, one thread, "
-                    f"torch {torch.__version__}\n# machine: {cpu_model()}, load average "
-                    f"{os.getloadavg()[0]:.1f} at the start\n\n{table}\n")
+    path.write_text(
+        f"# Profile of zoo.decode.beam_search, `{command()}`\n# {what}, one thread, "
+        f"torch {torch.__version__}\n# machine: {cpu_model()}, load average "
+        f"{os.getloadavg()[0]:.1f} at the start\n\n{table}\n"
+    )
 
 
 def command() -> str:
@@ -353,46 +458,63 @@ def cpu() -> str:
 
 
 def cpu_model() -> str:
-    return next((line.split(":", 1)[1].strip() for line in cpu().splitlines()
-                 if line.startswith("Model name")), "unknown CPU")
+    return next(
+        (line.split(":", 1)[1].strip() for line in cpu().splitlines() if line.startswith("Model name")),
+        "unknown CPU",
+    )
 
 
 def ratios(speed: dict[str, float]) -> dict[str, dict[str, float]]:
     """Each contender's tokens/s over generate's and over CTranslate2 fp32's."""
-    return {base: {k: v / speed[base] for k, v in speed.items()}
-            for base in ("generate", "ct2_fp32") if base in speed}
+    return {
+        base: {k: v / speed[base] for k, v in speed.items()}
+        for base in ("generate", "ct2_fp32")
+        if base in speed
+    }
 
 
 def markdown(r: dict) -> str:
-    lines = ["# Translation decoding: zoo vs Hugging Face generate vs CTranslate2\n",
-             f"`{r['command']}`; torch {r['torch']}, transformers {r['transformers']}, "
-             f"ctranslate2 {r['ctranslate2']}. Preset {r['preset']}: {r['config']}.",
-             f"Load average at the start: {r['load_average']:.1f}; the ratios come from interleaved "
-             f"medians ({r['repeats']} rounds), so load from other processes hits all contenders alike.\n",
-             "Targets: zoo >= 2.5x generate and >= 1.0x CTranslate2 fp32 (fp32 beside fp32).\n"]
-    for title, rows in (("Random weights, forced full length (beam 4)", r["random"]),
-                        (f"Trained model {r.get('run', '')}, real early stopping", r.get("trained"))):
+    lines = [
+        "# Translation decoding: zoo vs Hugging Face generate vs CTranslate2\n",
+        f"`{r['command']}`; torch {r['torch']}, transformers {r['transformers']}, "
+        f"ctranslate2 {r['ctranslate2']}. Preset {r['preset']}: {r['config']}.",
+        f"Load average at the start: {r['load_average']:.1f}; the ratios come from interleaved "
+        f"medians ({r['repeats']} rounds), so load from other processes hits all contenders alike.\n",
+        "Targets: zoo >= 2.5x generate and >= 1.0x CTranslate2 fp32 (fp32 beside fp32).\n",
+    ]
+    for title, rows in (
+        ("Random weights, forced full length (beam 4)", r["random"]),
+        (f"Trained model {r.get('run', '')}, real early stopping", r.get("trained")),
+    ):
         if not rows:
             continue
         lines += [f"## {title}\n"]
         if "test_set" in rows:
-            lines += [f"{rows['model']}, trained {rows['step']} steps; {rows['sentences']} "
-                      f"sentences of {rows['test_set']}.\n"]
-        lines += ["| threads | engine | tokens/s | mean length | vs generate | vs CT2 fp32 |",
-                  "|---|---|---|---|---|---|"]
+            lines += [
+                f"{rows['model']}, trained {rows['step']} steps; {rows['sentences']} "
+                f"sentences of {rows['test_set']}.\n"
+            ]
+        lines += [
+            "| threads | engine | tokens/s | mean length | vs generate | vs CT2 fp32 |",
+            "|---|---|---|---|---|---|",
+        ]
         for n, row in rows.items():
             if not isinstance(row, dict):
                 continue
             rel = ratios(row["tokens_per_s"])
             for name, speed in row["tokens_per_s"].items():
                 vs_gen = f"{rel['generate'][name]:.2f}x" if "generate" in rel else "-"
-                lines.append(f"| {n} | {name} | {speed:.0f} | {row['mean_length'][name]:.1f} | "
-                             f"{vs_gen} | {rel['ct2_fp32'][name]:.2f}x |")
+                lines.append(
+                    f"| {n} | {name} | {speed:.0f} | {row['mean_length'][name]:.1f} | "
+                    f"{vs_gen} | {rel['ct2_fp32'][name]:.2f}x |"
+                )
             if "bf16" in row:
                 b = row["bf16"]["tokens_per_s"]
-                lines.append(f"| {n} | zoo bf16 autocast (separate interleaving) | {b['zoo_bf16']:.0f} | "
-                             f"{row['bf16']['mean_length']['zoo_bf16']:.1f} | "
-                             f"{b['zoo_bf16'] / b['zoo']:.2f}x zoo fp32 | - |")
+                lines.append(
+                    f"| {n} | zoo bf16 autocast (separate interleaving) | {b['zoo_bf16']:.0f} | "
+                    f"{row['bf16']['mean_length']['zoo_bf16']:.1f} | "
+                    f"{b['zoo_bf16'] / b['zoo']:.2f}x zoo fp32 | - |"
+                )
         lines.append("")
     lines += ["## Machine\n", "```", r["lscpu"].rstrip(), "```\n"]
     return "\n".join(lines)
@@ -400,33 +522,49 @@ def markdown(r: dict) -> str:
 
 def train_markdown(r: dict) -> str:
     t = r["train"]
-    lines = ["# Translation training: zoo vs Hugging Face MarianMTModel\n",
-             f"`{r['command']}`; torch {r['torch']}, transformers {r['transformers']}. Preset "
-             f"{r['preset']}: {r['config']}. Load average at the start: {r['load_average']:.1f}.\n",
-             f"Forward + label-smoothed loss + backward + Adam on {t['tokens']} target tokens of random "
-             f"ids, as each library trains (zoo: the task's fused projection + loss; Marian: logits, then "
-             f"cross-entropy); medians of {r['repeats']} interleaved rounds, one round robin per precision.\n",
-             "| threads | precision | zoo tokens/s | Marian tokens/s | ratio (target >= 1.2x) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "# Translation training: zoo vs Hugging Face MarianMTModel\n",
+        f"`{r['command']}`; torch {r['torch']}, transformers {r['transformers']}. Preset "
+        f"{r['preset']}: {r['config']}. Load average at the start: {r['load_average']:.1f}.\n",
+        f"Forward + label-smoothed loss + backward + Adam on {t['tokens']} target tokens of random "
+        f"ids, as each library trains (zoo: the task's fused projection + loss; Marian: logits, then "
+        f"cross-entropy); medians of {r['repeats']} interleaved rounds, one round robin per precision.\n",
+        "| threads | precision | zoo tokens/s | Marian tokens/s | ratio (target >= 1.2x) |",
+        "|---|---|---|---|---|",
+    ]
     for n, row in t["threads"].items():
         for precision, x in row.items():
-            lines.append(f"| {n} | {precision} | {x['zoo_tokens_per_s']:.0f} | "
-                         f"{x['marian_tokens_per_s']:.0f} | {x['ratio']:.2f}x |")
+            lines.append(
+                f"| {n} | {precision} | {x['zoo_tokens_per_s']:.0f} | "
+                f"{x['marian_tokens_per_s']:.0f} | {x['ratio']:.2f}x |"
+            )
     lines += ["", "## Machine\n", "```", r["lscpu"].rstrip(), "```\n"]
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="small",
-                        help="model and batch sizes (small fits a laptop CPU; base = the paper's base)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="small",
+        help="model and batch sizes (small fits a laptop CPU; base = the paper's base)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--threads", default="1,2", help="comma-separated CPU thread counts")
     parser.add_argument("--run", default="", help="also time a trained run (tasks.translation.train)")
-    parser.add_argument("--train", action="store_true",
-                        help="time training against Marian instead of decoding (translation_train_speed.*)")
-    parser.add_argument("--profile", default="",
-                        help="write a profile of zoo's beam search (on --run if given) to FILE and stop")
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="time training against Marian instead of decoding (translation_train_speed.*)",
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        help="write a profile of zoo's beam search (on --run if given) to FILE and stop",
+    )
     args = parser.parse_args()
     preset = PRESETS[args.preset]
     if args.profile:
@@ -436,10 +574,18 @@ def main() -> None:
     import transformers
 
     threads = [int(n) for n in args.threads.split(",")]
-    result = {"command": command(), "preset": args.preset, "config": asdict(preset),
-              "repeats": args.repeats, "torch": torch.__version__,
-              "transformers": transformers.__version__, "ctranslate2": ctranslate2.__version__,
-              "hardware": hardware(), "lscpu": cpu(), "load_average": os.getloadavg()[0]}
+    result = {
+        "command": command(),
+        "preset": args.preset,
+        "config": asdict(preset),
+        "repeats": args.repeats,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "ctranslate2": ctranslate2.__version__,
+        "hardware": hardware(),
+        "lscpu": cpu(),
+        "load_average": os.getloadavg()[0],
+    }
     RESULTS.mkdir(exist_ok=True)
     if args.train:
         result["train"] = training(preset, threads, args.repeats)
@@ -454,8 +600,10 @@ def main() -> None:
             result["trained"] = trained(args.run, threads, args.repeats, Path(tmp) / "trained")
     for n, row in result["random"].items():
         rel = ratios(row["tokens_per_s"])
-        print(f"{n} thread(s), random weights: zoo {rel['generate']['zoo']:.2f}x generate "
-              f"(target >= 2.5x), {rel['ct2_fp32']['zoo']:.2f}x CTranslate2 fp32 (target >= 1.0x)")
+        print(
+            f"{n} thread(s), random weights: zoo {rel['generate']['zoo']:.2f}x generate "
+            f"(target >= 2.5x), {rel['ct2_fp32']['zoo']:.2f}x CTranslate2 fp32 (target >= 1.0x)"
+        )
     (RESULTS / "translation_speed.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "translation_speed.md").write_text(markdown(result))
 

@@ -13,8 +13,8 @@ bench/results/vit_speed.{json,md}.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -35,14 +35,22 @@ PRESETS = {
 
 # Each library's AdamW as its training script builds it (bench/optimizers.py), with the ViT
 # recipes' weight decay: zoo's runner takes torch's fused kernel, timm's train.py torch's default.
-OPTIMIZERS = {"zoo": lambda model: zoo_optimizer(model, "adamw", 1e-4, weight_decay=0.05),
-              "timm": lambda model: timm_optimizer(model, 1e-4, weight_decay=0.05)}
+OPTIMIZERS = {
+    "zoo": lambda model: zoo_optimizer(model, "adamw", 1e-4, weight_decay=0.05),
+    "timm": lambda model: timm_optimizer(model, 1e-4, weight_decay=0.05),
+}
 
 
-def _train_step(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
-                optimizer: torch.optim.Optimizer | None, autocast: bool) -> Callable[[], None]:
+def _train_step(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    optimizer: torch.optim.Optimizer | None,
+    autocast: bool,
+) -> Callable[[], None]:
     """Forward, loss, backward and (given an optimizer) its step; without one the gradients are
     dropped instead: the model's own share of a step."""
+
     def step() -> None:
         with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=autocast):
             loss = F.cross_entropy(model(images), labels)
@@ -52,6 +60,7 @@ def _train_step(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
             optimizer.zero_grad(set_to_none=True)
         else:
             model.zero_grad(set_to_none=True)
+
     return step
 
 
@@ -60,10 +69,13 @@ def _infer_step(model: nn.Module, images: torch.Tensor, autocast: bool) -> Calla
     def step() -> None:
         with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=autocast):
             model(images)
+
     return step
 
 
-def contenders(preset: str, device: torch.device, compiled: bool) -> tuple[dict[str, Callable[[], None]], dict]:
+def contenders(
+    preset: str, device: torch.device, compiled: bool
+) -> tuple[dict[str, Callable[[], None]], dict]:
     """The timed callables, named MODE/PRECISION/LIBRARY (each synchronises a GPU), and the setup."""
     spec = dict(PRESETS[preset])
     batch = spec.pop("batch")
@@ -81,13 +93,17 @@ def contenders(preset: str, device: torch.device, compiled: bool) -> tuple[dict[
         autocast = precision == "bf16"
         for name, model in models.items():
             fns[f"train/{precision}/{name}"] = synced(
-                _train_step(model, images, labels, OPTIMIZERS[name](model), autocast), device)
+                _train_step(model, images, labels, OPTIMIZERS[name](model), autocast), device
+            )
             fns[f"fwd+bwd/{precision}/{name}"] = synced(
-                _train_step(model, images, labels, None, autocast), device)
+                _train_step(model, images, labels, None, autocast), device
+            )
             fns[f"infer/{precision}/{name}"] = synced(_infer_step(model, images, autocast), device)
             if compiled:
-                fns[f"train+compile/{precision}/{name}"] = synced(_train_step(
-                    torch.compile(model), images, labels, OPTIMIZERS[name](model), autocast), device)
+                fns[f"train+compile/{precision}/{name}"] = synced(
+                    _train_step(torch.compile(model), images, labels, OPTIMIZERS[name](model), autocast),
+                    device,
+                )
     params = sum(p.numel() for p in ours.parameters())
     return fns, {"preset": preset, **spec, "batch": batch, "parameters": params}
 
@@ -99,14 +115,24 @@ def run(preset: str, device: torch.device, repeats: int, compiled: bool) -> tupl
     for precision in ("fp32", "bf16"):
         # One interleaved round robin per precision: load from other processes hits all alike,
         # and no step runs amid steps of the other precision (as no training run does).
-        times.update(interleaved_medians({k: f for k, f in fns.items() if f"/{precision}/" in k},
-                                         repeats=repeats, warmup=2))
+        times.update(
+            interleaved_medians(
+                {k: f for k, f in fns.items() if f"/{precision}/" in k}, repeats=repeats, warmup=2
+            )
+        )
     rows = []
     for kind in ("train", "fwd+bwd", "infer") + (("train+compile",) if compiled else ()):
         for precision in ("fp32", "bf16"):
             zoo_s, timm_s = times[f"{kind}/{precision}/zoo"], times[f"{kind}/{precision}/timm"]
-            rows.append({"mode": kind, "precision": precision, "zoo_images_per_s": batch / zoo_s,
-                         "timm_images_per_s": batch / timm_s, "ratio": timm_s / zoo_s})
+            rows.append(
+                {
+                    "mode": kind,
+                    "precision": precision,
+                    "zoo_images_per_s": batch / zoo_s,
+                    "timm_images_per_s": batch / timm_s,
+                    "ratio": timm_s / zoo_s,
+                }
+            )
     return rows, setup
 
 
@@ -118,14 +144,20 @@ def main() -> None:
     meta = run_meta("bench.vit_speed", "timm", timm.__version__, setup)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "vit_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
-    lines = ["# zoo ViT vs timm VisionTransformer (same architecture and weights)", "",
-             f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, timm {meta['timm']}.",
-             f"Setup: {setup}. Medians of {args.repeats} interleaved rounds.", "",
-             "| mode | precision | zoo images/s | timm images/s | ratio (target >= 1.2x training) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "# zoo ViT vs timm VisionTransformer (same architecture and weights)",
+        "",
+        f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, timm {meta['timm']}.",
+        f"Setup: {setup}. Medians of {args.repeats} interleaved rounds.",
+        "",
+        "| mode | precision | zoo images/s | timm images/s | ratio (target >= 1.2x training) |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['precision']} | {r['zoo_images_per_s']:.0f} | "
-                     f"{r['timm_images_per_s']:.0f} | {r['ratio']:.2f}x |")
+        lines.append(
+            f"| {r['mode']} | {r['precision']} | {r['zoo_images_per_s']:.0f} | "
+            f"{r['timm_images_per_s']:.0f} | {r['ratio']:.2f}x |"
+        )
     (RESULTS / "vit_speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -23,6 +23,8 @@ def data_dir() -> Path:
     env = os.environ.get("ZOO_DATA_DIR")
     path = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
     if not path.is_dir():
-        pytest.skip(f"no data directory at {path} (from {'ZOO_DATA_DIR' if env else 'the default'}"
-                    "): set ZOO_DATA_DIR to the folder that holds multi30k/, cifar10/, ...")
+        pytest.skip(
+            f"no data directory at {path} (from {'ZOO_DATA_DIR' if env else 'the default'}"
+            "): set ZOO_DATA_DIR to the folder that holds multi30k/, cifar10/, ..."
+        )
     return path

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 # Temporary files are hidden and end with this, so a later start can find and remove the ones
 # an interrupted write (kill -9, power loss) left behind.

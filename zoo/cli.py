@@ -5,7 +5,8 @@ from __future__ import annotations
 import errno
 import functools
 import sys
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from zoo.config import ConfigError, UserError
 from zoo.train.interrupt import Interrupted

@@ -36,8 +36,13 @@ class UserError(RuntimeError):
     """Bad input from the user (config, files, data): reported in one line, without traceback."""
 
 
-def load_config(schema: type[T], path: str | Path | None = None,
-                overrides: list[str] | None = None, *, base: T | None = None) -> T:
+def load_config(
+    schema: type[T],
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    *,
+    base: T | None = None,
+) -> T:
     """Build a `schema` instance from its defaults (or `base`, a saved config), a YAML file and
     dotted overrides, in order."""
     merged = OmegaConf.structured(schema if base is None else base)
@@ -136,8 +141,14 @@ def describe(schema: type, prefix: str = "", instance: Any = None) -> list[str]:
     return lines
 
 
-def parse_cli(schema: type[T], argv: list[str] | None, *, default_config: str | Path | None,
-              description: str, positional: tuple[str, ...] = ()) -> T:
+def parse_cli(
+    schema: type[T],
+    argv: list[str] | None,
+    *,
+    default_config: str | Path | None,
+    description: str,
+    positional: tuple[str, ...] = (),
+) -> T:
     """`[POSITIONAL ...] [--config FILE] [--key.sub=value | --key.sub value | --flag ...]` -> config.
 
     `positional` names the keys that leading bare arguments fill (a run directory, say); a
@@ -147,8 +158,10 @@ def parse_cli(schema: type[T], argv: list[str] | None, *, default_config: str | 
     if "-h" in argv or "--help" in argv:
         names = " ".join(k.upper() for k in positional)
         print(description)
-        print(f"\nusage: {names + ' ' if names else ''}[--config FILE] [--key.sub=value ...]\n"
-              f"  --config  recipe YAML (default: {default_config or 'none: the built-in defaults'})")
+        print(
+            f"\nusage: {names + ' ' if names else ''}[--config FILE] [--key.sub=value ...]\n"
+            f"  --config  recipe YAML (default: {default_config or 'none: the built-in defaults'})"
+        )
         if positional:
             print(f"  {names}: the same as --{'=... --'.join(positional)}=...")
         print("\noptions:")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -48,12 +48,18 @@ def rename_key(key: str, table: RenameTable, *, reverse: bool = False) -> str | 
     for pair in table:
         match = _compile(pair[source]).match(key)
         if match:
-            return pair[target].format(**match.groupdict()) + key[match.end():]
+            return pair[target].format(**match.groupdict()) + key[match.end() :]
     return None
 
 
-def rename(state: dict[str, Tensor], table: RenameTable, *, reverse: bool = False,
-           source: str = "checkpoint", skip: Iterable[str] = ()) -> dict[str, Tensor]:
+def rename(
+    state: dict[str, Tensor],
+    table: RenameTable,
+    *,
+    reverse: bool = False,
+    source: str = "checkpoint",
+    skip: Iterable[str] = (),
+) -> dict[str, Tensor]:
     """Every key of `state` renamed through `table`.
 
     Args:
@@ -74,13 +80,16 @@ def rename(state: dict[str, Tensor], table: RenameTable, *, reverse: bool = Fals
         else:
             out[new] = value
     if unknown:
-        raise UserError(f"{source}: no {'foreign' if reverse else 'zoo'} equivalent for keys "
-                        f"{_shorten(unknown)} (a variant this model does not have)")
+        raise UserError(
+            f"{source}: no {'foreign' if reverse else 'zoo'} equivalent for keys "
+            f"{_shorten(unknown)} (a variant this model does not have)"
+        )
     return out
 
 
-def fuse_qkv(state: dict[str, Tensor], names: tuple[str, str, str] = QKV,
-             fused: str = FUSED) -> dict[str, Tensor]:
+def fuse_qkv(
+    state: dict[str, Tensor], names: tuple[str, str, str] = QKV, fused: str = FUSED
+) -> dict[str, Tensor]:
     """Concatenate every `<p>.q_proj.{weight,bias}`, `<p>.k_proj...`, `<p>.v_proj...` triple into
     `<p>.qkv_proj...` (rows in q, k, v order: the layout of `MultiHeadAttention.qkv_proj`).
 
@@ -104,8 +113,9 @@ def fuse_qkv(state: dict[str, Tensor], names: tuple[str, str, str] = QKV,
     return out
 
 
-def split_qkv(state: dict[str, Tensor], names: tuple[str, str, str] = QKV,
-              fused: str = FUSED) -> dict[str, Tensor]:
+def split_qkv(
+    state: dict[str, Tensor], names: tuple[str, str, str] = QKV, fused: str = FUSED
+) -> dict[str, Tensor]:
     """The inverse of `fuse_qkv`: every `<p>.qkv_proj.X` becomes three equal row blocks."""
     out = {}
     pattern = re.compile(rf"^(?P<prefix>.*\.)?{re.escape(fused)}\.(?P<param>\w+)$")
@@ -123,9 +133,15 @@ def _matches(key: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(key, p) for p in patterns)
 
 
-def load_strict(model: nn.Module, state: dict[str, Tensor], *, source: str,
-                allow_missing: Sequence[str] = (), allow_unused: Sequence[str] = (),
-                hint: str = "") -> list[str]:
+def load_strict(
+    model: nn.Module,
+    state: dict[str, Tensor],
+    *,
+    source: str,
+    allow_missing: Sequence[str] = (),
+    allow_unused: Sequence[str] = (),
+    hint: str = "",
+) -> list[str]:
     """Copy `state` (already in zoo names) into `model`, refusing anything that does not fit.
 
     Every key of `state` must fill a parameter or buffer of the same shape, and every parameter
@@ -146,17 +162,21 @@ def load_strict(model: nn.Module, state: dict[str, Tensor], *, source: str,
     """
     own = model.state_dict()
     unused = [k for k in state if k not in own and not _matches(k, allow_unused)]
-    wrong = [k for k in state if k in own and state[k].shape != own[k].shape
-             and not _matches(k, allow_unused)]
+    wrong = [
+        k for k in state if k in own and state[k].shape != own[k].shape and not _matches(k, allow_unused)
+    ]
     shapes = [f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in wrong]
     filled = {k: v for k, v in state.items() if k in own and v.shape == own[k].shape}
     fresh = [k for k in own if k not in filled]
     missing = [k for k in fresh if k not in wrong and not _matches(k, allow_missing)]
-    problems = [f"{label}: {_shorten(keys)}" for label, keys in
-                (("unused keys", unused), ("shapes differ", shapes), ("missing keys", missing))
-                if keys]
+    problems = [
+        f"{label}: {_shorten(keys)}"
+        for label, keys in (("unused keys", unused), ("shapes differ", shapes), ("missing keys", missing))
+        if keys
+    ]
     if problems:
-        raise UserError(f"{source}: does not fit the model; " + "; ".join(problems)
-                        + (f" ({hint})" if hint else ""))
+        raise UserError(
+            f"{source}: does not fit the model; " + "; ".join(problems) + (f" ({hint})" if hint else "")
+        )
     model.load_state_dict(filled, strict=False)
     return fresh

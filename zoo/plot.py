@@ -43,12 +43,17 @@ def cross_attention_weights(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor) 
     with attention_maps(model.decoder) as maps:
         memory, memory_mask = model.encode(src_ids[None])
         model.decode(hyp_ids[None], memory, memory_mask)
-    return torch.stack([maps[f"layers.{i}.cross_attn"][0][0]
-                        for i in range(len(model.decoder.layers))])
+    return torch.stack([maps[f"layers.{i}.cross_attn"][0][0] for i in range(len(model.decoder.layers))])
 
 
-def plot_cross_attention(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor, src_tokens: list[str],
-                         tgt_tokens: list[str], path: str | Path) -> Tensor:
+def plot_cross_attention(
+    model: nn.Module,
+    src_ids: Tensor,
+    hyp_ids: Tensor,
+    src_tokens: list[str],
+    tgt_tokens: list[str],
+    path: str | Path,
+) -> Tensor:
     """Draw every decoder layer's and head's cross-attention for one sentence into a PNG.
 
     Args:
@@ -64,10 +69,13 @@ def plot_cross_attention(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor, src
     weights = cross_attention_weights(model, src_ids, hyp_ids).float().cpu()
     layers, heads, tgt_len, src_len = weights.shape
     if (len(src_tokens), len(tgt_tokens)) != (src_len, tgt_len):
-        raise ValueError(f"{len(src_tokens)} source and {len(tgt_tokens)} target labels for "
-                         f"{src_len} source and {tgt_len} target positions")
-    fig, axes = plt.subplots(layers, heads, squeeze=False, dpi=DPI,
-                             figsize=figure_size(layers, heads, src_len, tgt_len))
+        raise ValueError(
+            f"{len(src_tokens)} source and {len(tgt_tokens)} target labels for "
+            f"{src_len} source and {tgt_len} target positions"
+        )
+    fig, axes = plt.subplots(
+        layers, heads, squeeze=False, dpi=DPI, figsize=figure_size(layers, heads, src_len, tgt_len)
+    )
     for (layer, head), ax in zip(((i, j) for i in range(layers) for j in range(heads)), axes.flat):
         ax.imshow(weights[layer, head].numpy(), cmap="viridis", vmin=0.0, aspect="auto")
         ax.set_title(f"layer {layer + 1} head {head + 1}", fontsize=8)

@@ -41,15 +41,24 @@ class Grid:
 
 
 GRIDS = {
-    "quick": Grid(flop_lengths=[4, 8, 16, 32, 64, 128, 256, 512], flop_dims=[16, 32, 64, 128],
-                  sequential_lengths=[8, 16, 32, 64], path_lengths=[4, 8, 16, 32],
-                  time_lengths=[16, 32, 64, 128, 256, 512, 1024, 2048], time_dims=[64],
-                  repeats=5),
-    "full": Grid(flop_lengths=[4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
-                 flop_dims=[16, 32, 64, 128, 256, 512],
-                 sequential_lengths=[8, 16, 32, 64, 128, 256], path_lengths=[4, 8, 16, 32, 64],
-                 time_lengths=[16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
-                 time_dims=[64, 256], repeats=5),
+    "quick": Grid(
+        flop_lengths=[4, 8, 16, 32, 64, 128, 256, 512],
+        flop_dims=[16, 32, 64, 128],
+        sequential_lengths=[8, 16, 32, 64],
+        path_lengths=[4, 8, 16, 32],
+        time_lengths=[16, 32, 64, 128, 256, 512, 1024, 2048],
+        time_dims=[64],
+        repeats=5,
+    ),
+    "full": Grid(
+        flop_lengths=[4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
+        flop_dims=[16, 32, 64, 128, 256, 512],
+        sequential_lengths=[8, 16, 32, 64, 128, 256],
+        path_lengths=[4, 8, 16, 32, 64],
+        time_lengths=[16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+        time_dims=[64, 256],
+        repeats=5,
+    ),
 }
 
 
@@ -72,11 +81,17 @@ def measure_flops(grid: Grid, log: Progress) -> dict:
         counted, analytic = [], []
         for dim in grid.flop_dims:
             mixer = build_mixer(name, dim, causal=True, kernel_size=grid.kernel_size)
-            counted.append([measure.count_flops(measure.traced(mixer), _input(grid, n, dim))
-                            for n in grid.flop_lengths])
-            analytic.append([measure.analytic_flops(name, batch=grid.batch, length=n, dim=dim,
-                                                    causal=True, kernel_size=grid.kernel_size)
-                             for n in grid.flop_lengths])
+            counted.append(
+                [measure.count_flops(measure.traced(mixer), _input(grid, n, dim)) for n in grid.flop_lengths]
+            )
+            analytic.append(
+                [
+                    measure.analytic_flops(
+                        name, batch=grid.batch, length=n, dim=dim, causal=True, kernel_size=grid.kernel_size
+                    )
+                    for n in grid.flop_lengths
+                ]
+            )
         out[name] = {"counted": counted, "analytic": analytic}
         log(f"flops       {name:15s} {len(grid.flop_dims) * len(grid.flop_lengths)} sizes")
     return out
@@ -86,8 +101,10 @@ def measure_sequential(grid: Grid, log: Progress) -> dict:
     out = {}
     for name in MIXERS:
         mixer = build_mixer(name, grid.sequential_dim, causal=True, kernel_size=grid.kernel_size)
-        ops = [measure.sequential_ops(measure.traced(mixer), _input(grid, n, grid.sequential_dim))
-               for n in grid.sequential_lengths]
+        ops = [
+            measure.sequential_ops(measure.traced(mixer), _input(grid, n, grid.sequential_dim))
+            for n in grid.sequential_lengths
+        ]
         out[name] = ops
         log(f"sequential  {name:15s} {ops}")
     return out
@@ -98,10 +115,10 @@ def measure_paths(grid: Grid, log: Progress) -> dict:
     for causal, key in ((True, "causal"), (False, "non_causal")):
         for name in MIXERS:
             kwargs = dict(causal=causal, kernel_size=grid.kernel_size)
-            measured = [measure.path_length(name, length=n, dim=grid.path_dim, **kwargs)
-                        for n in grid.path_lengths]
-            formula = [measure.expected_path_length(name, length=n, **kwargs)
-                       for n in grid.path_lengths]
+            measured = [
+                measure.path_length(name, length=n, dim=grid.path_dim, **kwargs) for n in grid.path_lengths
+            ]
+            formula = [measure.expected_path_length(name, length=n, **kwargs) for n in grid.path_lengths]
             out[key][name] = {"measured": measured, "formula": formula}
             log(f"path ({key:10s}) {name:15s} {measured}")
     return out
@@ -125,14 +142,21 @@ def measure_time_memory(grid: Grid, log: Progress) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.layers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.layers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="the quick grid (the default)")
     mode.add_argument("--full", action="store_true", help="the larger grid (about 4 minutes)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="output folder")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads for the timings (1: steadier on a shared CPU)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads for the timings (1: steadier on a shared CPU)",
+    )
     args = parser.parse_args(argv)
     name = "full" if args.full else "quick"
     grid = GRIDS[name]
@@ -141,9 +165,14 @@ def main(argv: list[str] | None = None) -> None:
     log = Progress()
     log(f"{name} grid: {asdict(grid)}")
     results = {
-        "config": {"mode": name, **asdict(grid), "threads": args.threads,
-                   "torch": torch.__version__, "machine": platform.processor() or
-                   platform.machine(), "causal": True},
+        "config": {
+            "mode": name,
+            **asdict(grid),
+            "threads": args.threads,
+            "torch": torch.__version__,
+            "machine": platform.processor() or platform.machine(),
+            "causal": True,
+        },
         "flops": measure_flops(grid, log),
         "sequential_ops": measure_sequential(grid, log),
         "path_length": measure_paths(grid, log),

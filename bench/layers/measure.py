@@ -32,8 +32,7 @@ def _attention_flops(q: Any, k: Any, v: Any, *args: Any, **kwargs: Any) -> int:
     return sdpa_flop_count(q, k, v)
 
 
-def _attention_backward_flops(grad_out: Any, q: Any, k: Any, v: Any, *args: Any,
-                              **kwargs: Any) -> int:
+def _attention_backward_flops(grad_out: Any, q: Any, k: Any, v: Any, *args: Any, **kwargs: Any) -> int:
     return sdpa_backward_flop_count(grad_out, q, k, v)
 
 
@@ -59,8 +58,7 @@ def count_flops(fn: Callable[[Tensor], Tensor], x: Tensor) -> int:
     return counter.get_total_flops()
 
 
-def analytic_flops(name: str, *, batch: int, length: int, dim: int, causal: bool,
-                   kernel_size: int) -> int:
+def analytic_flops(name: str, *, batch: int, length: int, dim: int, causal: bool, kernel_size: int) -> int:
     """The forward FLOPs of MIXERS[name] written out (same convention as `count_flops`)."""
     tokens = batch * length
     if name == "attention":
@@ -95,8 +93,7 @@ class _DependencyDepth(TorchDispatchMode):
         self._depth: dict[int, tuple[Tensor, int]] = {}  # the tensor is kept so ids stay unique
         self.max_depth = 0
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (),
-                           kwargs: dict | None = None) -> Any:
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)]
@@ -143,8 +140,7 @@ def _connected(dep: Tensor, *, causal: bool) -> bool:
 def _shift(state: State, direction: int) -> State:
     """Each position takes its predecessor's state (in the direction of the recurrence)."""
     pad = (0, 0, 1, 0) if direction == 0 else (0, 0, 0, 1)
-    return tuple(F.pad(s, pad)[:, :-1] if direction == 0 else F.pad(s, pad)[:, 1:]
-                 for s in state)
+    return tuple(F.pad(s, pad)[:, :-1] if direction == 0 else F.pad(s, pad)[:, 1:] for s in state)
 
 
 def relaxed_recurrence(layer: Recurrent, x: Tensor, steps: int) -> Tensor:
@@ -161,8 +157,7 @@ def relaxed_recurrence(layer: Recurrent, x: Tensor, steps: int) -> Tensor:
     return torch.cat(outputs, dim=-1)
 
 
-def _mixing_steps(name: str, x: Tensor, *, causal: bool,
-                  kernel_size: int) -> Callable[[int], Tensor]:
+def _mixing_steps(name: str, x: Tensor, *, causal: bool, kernel_size: int) -> Callable[[int], Tensor]:
     """steps -> the output of `steps` mixing steps of MIXERS[name] on x (float64 weights)."""
     dim = x.shape[-1]
     if name in RECURRENT:
@@ -172,17 +167,18 @@ def _mixing_steps(name: str, x: Tensor, *, causal: bool,
 
     def run(steps: int) -> Tensor:
         while len(stack) < steps:  # layers are drawn once, so a deeper stack extends a shallower
-            stack.append(build_mixer(name, dim, causal=causal, kernel_size=kernel_size,
-                                     layer=len(stack)).double())
+            stack.append(
+                build_mixer(name, dim, causal=causal, kernel_size=kernel_size, layer=len(stack)).double()
+            )
         h = x
         for layer in stack[:steps]:
             h = layer(h)
         return h
+
     return run
 
 
-def path_length(name: str, *, length: int, dim: int, causal: bool, kernel_size: int,
-                seed: int = 0) -> int:
+def path_length(name: str, *, length: int, dim: int, causal: bool, kernel_size: int, seed: int = 0) -> int:
     """The smallest number of mixing steps after which every output position depends on every
     input position it may see, found by gradient reachability in float64.
 
@@ -241,8 +237,7 @@ class _LiveBytes(TorchDispatchMode):
         self._seen.discard(key)
         self.live -= nbytes
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (),
-                           kwargs: dict | None = None) -> Any:
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         out = func(*args, **(kwargs or {}))
         for t in tree_leaves(out):
             if not isinstance(t, Tensor):

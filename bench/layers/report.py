@@ -23,8 +23,7 @@ PAPER = {
     "lstm": ("Recurrent (LSTM)", "O(n·d²)", "O(n)", "O(n)"),
     "conv": ("Convolutional, contiguous", "O(k·n·d²)", "O(1)", "O(n/k) (text)"),
     "dilated_conv": ("Convolutional, dilated", "O(k·n·d²)", "O(1)", "O(log_k(n))"),
-    "separable_conv": ("Convolutional, separable", "O(k·n·d + n·d²) (text)", "O(1)",
-                       "O(n/k) (text)"),
+    "separable_conv": ("Convolutional, separable", "O(k·n·d + n·d²) (text)", "O(1)", "O(n/k) (text)"),
 }
 TERMS = ("n·d", "n·d²", "n²·d")
 COMMANDS = [
@@ -34,7 +33,8 @@ COMMANDS = [
     "python -m pytest bench/test_layers_speed.py --benchmark-enable   # micro-benchmarks",
     "python -m pytest tests/bench tests/zoo/blocks/test_mixers.py "
     "tests/zoo/blocks/test_local_attention.py   # the checks",
-    "```", "",
+    "```",
+    "",
 ]
 
 
@@ -76,19 +76,24 @@ def summarize(results: dict) -> dict:
             "flops_exponent_d": round(fit_exponent(dims[-3:], [r[-1] for r in counted[-3:]]), 3),
             "flops_terms": _fit_terms(lengths, dims, counted),
             "sequential_exponent_n": round(fit_exponent(seq_lengths, ops), 3),
-            "sequential_ops_per_token": round((ops[-1] - ops[0])
-                                              / (seq_lengths[-1] - seq_lengths[0]), 3),
+            "sequential_ops_per_token": round((ops[-1] - ops[0]) / (seq_lengths[-1] - seq_lengths[0]), 3),
         }
     flops_cross = {
-        name: {str(dim): _crossover(lengths, results["flops"]["attention"]["counted"][i],
-                                    results["flops"][name]["counted"][i])
-               for i, dim in enumerate(dims)}
-        for name in RECURRENT}
+        name: {
+            str(dim): _crossover(
+                lengths, results["flops"]["attention"]["counted"][i], results["flops"][name]["counted"][i]
+            )
+            for i, dim in enumerate(dims)
+        }
+        for name in RECURRENT
+    }
     time_cross = {
-        name: {dim: _crossover(cfg["time_lengths"], timings["attention"]["seconds"],
-                               timings[name]["seconds"])
-               for dim, timings in results["time_memory"].items()}
-        for name in RECURRENT}
+        name: {
+            dim: _crossover(cfg["time_lengths"], timings["attention"]["seconds"], timings[name]["seconds"])
+            for dim, timings in results["time_memory"].items()
+        }
+        for name in RECURRENT
+    }
     return {"layers": layers, "crossover_flops": flops_cross, "crossover_time": time_cross}
 
 
@@ -106,13 +111,21 @@ def _table1(results: dict) -> list[str]:
     lengths, dims = cfg["flop_lengths"], cfg["flop_dims"]
     seq, paths = cfg["sequential_lengths"], cfg["path_lengths"]
     lines = [
-        _row(["Layer type", "Complexity per layer (paper)", "FLOPs counted, fitted",
-              f"exp. n (n = {lengths[-3]}..{lengths[-1]}, d = {dims[0]})",
-              f"exp. d (d = {dims[-3]}..{dims[-1]}, n = {lengths[-1]})", "Sequential ops (paper)",
-              f"Sequential ops measured, n = {', '.join(map(str, seq))}", "exp. n",
-              "Max path length (paper)",
-              f"Path length measured, n = {', '.join(map(str, paths))}: causal; non-causal",
-              "= formula"]),
+        _row(
+            [
+                "Layer type",
+                "Complexity per layer (paper)",
+                "FLOPs counted, fitted",
+                f"exp. n (n = {lengths[-3]}..{lengths[-1]}, d = {dims[0]})",
+                f"exp. d (d = {dims[-3]}..{dims[-1]}, n = {lengths[-1]})",
+                "Sequential ops (paper)",
+                f"Sequential ops measured, n = {', '.join(map(str, seq))}",
+                "exp. n",
+                "Max path length (paper)",
+                f"Path length measured, n = {', '.join(map(str, paths))}: causal; non-causal",
+                "= formula",
+            ]
+        ),
         _row(["---"] * 11),
     ]
     for name, (label, complexity, sequential, path) in PAPER.items():
@@ -120,15 +133,24 @@ def _table1(results: dict) -> list[str]:
         causal = results["path_length"]["causal"][name]
         bidir = results["path_length"]["non_causal"][name]
         agrees = causal["measured"] == causal["formula"] and bidir["measured"] == bidir["formula"]
-        lines.append(_row([
-            f"{label} (`{name}`)", complexity,
-            _formula(s["flops_terms"]) + ("" if s["flops_equal_formula"] else " (≠ formula!)"),
-            f"{s['flops_exponent_n']:.2f}", f"{s['flops_exponent_d']:.2f}", sequential,
-            ", ".join(map(str, results["sequential_ops"][name]))
-            + f" (+{s['sequential_ops_per_token']:g} per token)",
-            f"{s['sequential_exponent_n']:.2f}", path,
-            f"{', '.join(map(str, causal['measured']))}; {', '.join(map(str, bidir['measured']))}",
-            "yes" if agrees else "**no**"]))
+        lines.append(
+            _row(
+                [
+                    f"{label} (`{name}`)",
+                    complexity,
+                    _formula(s["flops_terms"]) + ("" if s["flops_equal_formula"] else " (≠ formula!)"),
+                    f"{s['flops_exponent_n']:.2f}",
+                    f"{s['flops_exponent_d']:.2f}",
+                    sequential,
+                    ", ".join(map(str, results["sequential_ops"][name]))
+                    + f" (+{s['sequential_ops_per_token']:g} per token)",
+                    f"{s['sequential_exponent_n']:.2f}",
+                    path,
+                    f"{', '.join(map(str, causal['measured']))}; {', '.join(map(str, bidir['measured']))}",
+                    "yes" if agrees else "**no**",
+                ]
+            )
+        )
     return lines
 
 
@@ -137,12 +159,22 @@ def _crossover_lines(results: dict) -> list[str]:
     flops, times = summary["crossover_flops"], summary["crossover_time"]
     dims = list(next(iter(flops.values())))
     time_dims = list(next(iter(times.values())))
-    lines = [_row(["Recurrent layer"] + [f"FLOPs, d = {d}" for d in dims]
-                  + [f"wall time, d = {d}" for d in time_dims]),
-             _row(["---"] * (1 + len(dims) + len(time_dims)))]
+    lines = [
+        _row(
+            ["Recurrent layer"]
+            + [f"FLOPs, d = {d}" for d in dims]
+            + [f"wall time, d = {d}" for d in time_dims]
+        ),
+        _row(["---"] * (1 + len(dims) + len(time_dims))),
+    ]
     for name in RECURRENT:
-        lines.append(_row([f"`{name}`"] + [_cross_text(flops[name][d]) for d in dims]
-                          + [_cross_text(times[name][d]) for d in time_dims]))
+        lines.append(
+            _row(
+                [f"`{name}`"]
+                + [_cross_text(flops[name][d]) for d in dims]
+                + [_cross_text(times[name][d]) for d in time_dims]
+            )
+        )
     return lines
 
 
@@ -150,13 +182,20 @@ def _time_lines(results: dict) -> list[str]:
     cfg = results["config"]
     lines = []
     for dim, timings in results["time_memory"].items():
-        lines += [f"d = {dim}, forward + backward, best of {cfg['repeats']}: milliseconds / "
-                  "peak MB of tensors allocated", "",
-                  _row(["Layer"] + [f"n = {n}" for n in cfg["time_lengths"]]),
-                  _row(["---"] * (1 + len(cfg["time_lengths"])))]
+        lines += [
+            f"d = {dim}, forward + backward, best of {cfg['repeats']}: milliseconds / "
+            "peak MB of tensors allocated",
+            "",
+            _row(["Layer"] + [f"n = {n}" for n in cfg["time_lengths"]]),
+            _row(["---"] * (1 + len(cfg["time_lengths"]))),
+        ]
         for name, m in timings.items():
-            lines.append(_row([f"`{name}`"] + [f"{s * 1e3:.2f} / {b / 2**20:.2f}"
-                                                for s, b in zip(m["seconds"], m["peak_bytes"])]))
+            lines.append(
+                _row(
+                    [f"`{name}`"]
+                    + [f"{s * 1e3:.2f} / {b / 2**20:.2f}" for s, b in zip(m["seconds"], m["peak_bytes"])]
+                )
+            )
         lines.append("")
     return lines
 
@@ -165,25 +204,36 @@ def markdown(results: dict) -> str:
     cfg = results["config"]
     command = "python -m bench.layers" + (" --full" if cfg["mode"] == "full" else "")
     lines = [
-        "# Layer types: the paper's Table 1, measured", "",
+        "# Layer types: the paper's Table 1, measured",
+        "",
         f"Generated by `{command}` ({cfg['mode']} grid) with torch {cfg['torch']} on "
         f"{cfg['machine']}, {cfg['threads']} thread(s); causal layers, batch {cfg['batch']}, "
         f"kernel size k = {cfg['kernel_size']} (restricted attention: the same neighbourhood, "
         f"r = k). Raw numbers: `layers.json`. How each column is measured and where it differs "
-        "from the paper: `README_layers_section.md`.", "",
-        *_table1(results), "",
+        "from the paper: `README_layers_section.md`.",
+        "",
+        *_table1(results),
+        "",
         "FLOPs are the forward pass as `torch.utils.flop_counter` counts it (2 per multiply-add; "
         "recurrent layers counted on their explicit per-step loop); every count equals the "
         "analytic formula. The fitted formula is a least-squares fit of the counts over the "
-        "whole grid on n·d, n·d² and n²·d; the exponents are log-log slopes along one axis.", "",
-        "## Where self-attention stops being cheaper than recurrence", "",
-        *_crossover_lines(results), "",
-        "## Wall time and memory against n", "",
+        "whole grid on n·d, n·d² and n²·d; the exponents are log-log slopes along one axis.",
+        "",
+        "## Where self-attention stops being cheaper than recurrence",
+        "",
+        *_crossover_lines(results),
+        "",
+        "## Wall time and memory against n",
+        "",
         *_time_lines(results),
-        "![FLOPs](layers_flops.png)", "",
-        "![Time and memory](layers_time_memory.png)", "",
-        "![Sequential operations and path length](layers_sequential_path.png)", "",
-        "## Commands", "",
+        "![FLOPs](layers_flops.png)",
+        "",
+        "![Time and memory](layers_time_memory.png)",
+        "",
+        "![Sequential operations and path length](layers_sequential_path.png)",
+        "",
+        "## Commands",
+        "",
         *COMMANDS,
     ]
     return "\n".join(lines)
@@ -193,16 +243,38 @@ def _compact_table(results: dict) -> list[str]:
     """The paper's three columns beside the measured ones, one row per mixer (README)."""
     cfg, layers = results["config"], results["summary"]["layers"]
     seq, n_path = cfg["sequential_lengths"], cfg["path_lengths"][-1]
-    lines = [_row(["Layer type", "Complexity (paper)", "FLOPs counted", "Sequential (paper)",
-                   f"Sequential ops, n = {seq[0]} → {seq[-1]}", "Path (paper)",
-                   f"Path, n = {n_path}: causal / non-causal"]),
-             _row(["---"] * 7)]
+    lines = [
+        _row(
+            [
+                "Layer type",
+                "Complexity (paper)",
+                "FLOPs counted",
+                "Sequential (paper)",
+                f"Sequential ops, n = {seq[0]} → {seq[-1]}",
+                "Path (paper)",
+                f"Path, n = {n_path}: causal / non-causal",
+            ]
+        ),
+        _row(["---"] * 7),
+    ]
     for name, (label, complexity, sequential, path) in PAPER.items():
         ops = results["sequential_ops"][name]
-        causal, non_causal = (results["path_length"][key][name]["measured"][-1]
-                              for key in ("causal", "non_causal"))
-        lines.append(_row([label, complexity, _formula(layers[name]["flops_terms"]), sequential,
-                           f"{ops[0]} → {ops[-1]}", path, f"{causal} / {non_causal}"]))
+        causal, non_causal = (
+            results["path_length"][key][name]["measured"][-1] for key in ("causal", "non_causal")
+        )
+        lines.append(
+            _row(
+                [
+                    label,
+                    complexity,
+                    _formula(layers[name]["flops_terms"]),
+                    sequential,
+                    f"{ops[0]} → {ops[-1]}",
+                    path,
+                    f"{causal} / {non_causal}",
+                ]
+            )
+        )
     return lines
 
 
@@ -228,21 +300,27 @@ def readme_section(results: dict) -> str:
     per_token = {name: layers[name]["sequential_ops_per_token"] for name in RECURRENT}
     command = "python -m bench.layers" + (" --full" if cfg["mode"] == "full" else "")
     lines = [
-        "## Layer types: the paper's Table 1, measured", "",
+        "## Layer types: the paper's Table 1, measured",
+        "",
         "Section 4 of the paper argues for self-attention with Table 1: complexity per layer, "
         "sequential operations and maximum path length of self-attention, recurrent, "
         "convolutional and restricted self-attention layers. `bench.layers` measures the three "
         "columns (and wall time, memory and the crossover with recurrence) for every sequence "
         "layer in `zoo.blocks.MIXERS`, all with the interface `(B, T, D) -> (B, T, D)`: full "
         "and restricted self-attention (`LocalAttention`, blockwise, O(r·n·d)), tanh RNN, GRU, "
-        "LSTM, and contiguous, dilated and depthwise-separable convolutions.", "",
+        "LSTM, and contiguous, dilated and depthwise-separable convolutions.",
+        "",
         *COMMANDS,
         f"It writes `bench/results/layers.md` (the full table, crossovers, time and memory), "
         f"`layers.json` (raw numbers) and three log-log plots. From `{command}`, causal layers, "
-        f"k = r = {k}:", "",
-        *_compact_table(results), "",
-        "![FLOPs per layer against n](bench/results/layers_flops.png)", "",
-        "How each column is measured:", "",
+        f"k = r = {k}:",
+        "",
+        *_compact_table(results),
+        "",
+        "![FLOPs per layer against n](bench/results/layers_flops.png)",
+        "",
+        "How each column is measured:",
+        "",
         "- **FLOPs**: `torch.utils.flop_counter` on the forward pass over a grid of n "
         f"({lengths[0]}..{lengths[-1]}) and d ({dims[0]}..{dims[-1]}); the formula is a "
         "least-squares fit of the counts on n·d, n·d², n²·d, and log-log slopes give the "
@@ -269,7 +347,9 @@ def readme_section(results: dict) -> str:
         f"d = {time_dim}, batch {cfg['batch']}, {cfg['threads']} CPU thread(s), on a machine "
         "shared with other jobs (expect noise); memory is the peak of the tensors that ops "
         "allocate during the pass (followed to their release), not kernels' internal scratch.",
-        "", "Where the measurements differ from the paper, and why:", "",
+        "",
+        "Where the measurements differ from the paper, and why:",
+        "",
         f"- **Self-attention costs {_formula(layers['attention']['flops_terms'])}, not n²·d.** "
         "The table's O(n²·d) counts the attention product; the q/k/v and output projections "
         "add 8·n·d², the order of a recurrent layer. Where n ≫ d the n² term dominates: the "
@@ -281,7 +361,7 @@ def readme_section(results: dict) -> str:
         "its blockwise kernel scores 2w (causal) or 3w keys per query for a band of w + 1 or "
         "2w + 1, at most 1.5 times the band's work, still linear in n. Causal full attention "
         "is counted dense (the kernel skips masked blocks; the counter cannot know).",
-        f"- **\"Self-attention is faster than recurrence when n < d\" is exact for the GRU.** "
+        f'- **"Self-attention is faster than recurrence when n < d" is exact for the GRU.** '
         f"With the projections counted, attention's 8·n·d² + 4·n²·d meets a recurrent layer's "
         f"2·G·n·d·2d (G gates) at n = (G − 2)·d. Measured: GRU (G = 3) {gru_d}; LSTM (G = 4) "
         f"{lstm_d}; the tanh RNN (G = 1) never, its whole cost 4·n·d² being below attention's "
@@ -306,10 +386,12 @@ def readme_section(results: dict) -> str:
         f"{results['sequential_ops']['attention'][0]} ops for full attention, {local_seq} for "
         "restricted attention (padding, gathering the neighbour blocks and building the block "
         "mask), 2 or 3 for convolutions, and "
-        + ", ".join(f"{v:g} per token for the {n.upper()}" for n, v in per_token.items()) + ".",
+        + ", ".join(f"{v:g} per token for the {n.upper()}" for n, v in per_token.items())
+        + ".",
         f"- **Memory (not in the table) grows linearly for attention** (slope "
         f"{mem_growth:.2f} over the three largest n): the fused CPU kernel never materialises "
-        "the n × n weights, so the n² shows in FLOPs and time but not in memory.", "",
+        "the n × n weights, so the n² shows in FLOPs and time but not in memory.",
+        "",
     ]
     return "\n".join(lines)
 
@@ -317,8 +399,9 @@ def readme_section(results: dict) -> str:
 MARKERS = dict(zip(PAPER, "osv^D<x+"))
 
 
-def _lines(ax: plt.Axes, xs: list[int], series: dict[str, list[float]], *, title: str,
-           xlabel: str, ylabel: str) -> None:
+def _lines(
+    ax: plt.Axes, xs: list[int], series: dict[str, list[float]], *, title: str, xlabel: str, ylabel: str
+) -> None:
     for name, ys in series.items():
         style = "-" if "attention" in name else "--" if name in RECURRENT else ":"
         ax.plot(xs, ys, style, marker=MARKERS[name], markersize=5, fillstyle="none", label=name)
@@ -342,9 +425,14 @@ def plot(results: dict, out: Path) -> list[Path]:
     paths = []
 
     fig, ax = plt.subplots(figsize=(8.5, 5))
-    _lines(ax, lengths, {n: f["counted"][mid] for n, f in results["flops"].items()},
-           title=f"Forward FLOPs per layer, d = {dims[mid]}", xlabel="sequence length n",
-           ylabel="FLOPs")
+    _lines(
+        ax,
+        lengths,
+        {n: f["counted"][mid] for n, f in results["flops"].items()},
+        title=f"Forward FLOPs per layer, d = {dims[mid]}",
+        xlabel="sequence length n",
+        ylabel="FLOPs",
+    )
     ax.axvline(dims[mid], color="grey", lw=0.8)
     ax.text(dims[mid], ax.get_ylim()[1], " n = d", va="top", color="grey")
     _legend(fig, ax)
@@ -353,25 +441,42 @@ def plot(results: dict, out: Path) -> list[Path]:
     dim = next(iter(results["time_memory"]))
     timings = results["time_memory"][dim]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13.5, 5))
-    _lines(left, cfg["time_lengths"], {n: [s * 1e3 for s in m["seconds"]]
-                                        for n, m in timings.items()},
-           title=f"Forward + backward time, d = {dim}, {cfg['threads']} CPU thread(s)",
-           xlabel="sequence length n", ylabel="milliseconds")
-    _lines(right, cfg["time_lengths"], {n: [b / 2**20 for b in m["peak_bytes"]]
-                                         for n, m in timings.items()},
-           title=f"Peak memory of tensors, forward + backward, d = {dim}",
-           xlabel="sequence length n", ylabel="MiB")
+    _lines(
+        left,
+        cfg["time_lengths"],
+        {n: [s * 1e3 for s in m["seconds"]] for n, m in timings.items()},
+        title=f"Forward + backward time, d = {dim}, {cfg['threads']} CPU thread(s)",
+        xlabel="sequence length n",
+        ylabel="milliseconds",
+    )
+    _lines(
+        right,
+        cfg["time_lengths"],
+        {n: [b / 2**20 for b in m["peak_bytes"]] for n, m in timings.items()},
+        title=f"Peak memory of tensors, forward + backward, d = {dim}",
+        xlabel="sequence length n",
+        ylabel="MiB",
+    )
     _legend(fig, left)
     paths.append(_save(fig, out / "layers_time_memory.png"))
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(13.5, 5))
-    _lines(left, cfg["sequential_lengths"], results["sequential_ops"],
-           title="Sequential operations (longest op chain), forward",
-           xlabel="sequence length n", ylabel="ops on the longest chain")
-    _lines(right, cfg["path_lengths"], {n: p["measured"] for n, p in
-                                        results["path_length"]["causal"].items()},
-           title=f"Maximum path length, causal, k = r = {cfg['kernel_size']}",
-           xlabel="sequence length n", ylabel="layers (recurrent: steps)")
+    _lines(
+        left,
+        cfg["sequential_lengths"],
+        results["sequential_ops"],
+        title="Sequential operations (longest op chain), forward",
+        xlabel="sequence length n",
+        ylabel="ops on the longest chain",
+    )
+    _lines(
+        right,
+        cfg["path_lengths"],
+        {n: p["measured"] for n, p in results["path_length"]["causal"].items()},
+        title=f"Maximum path length, causal, k = r = {cfg['kernel_size']}",
+        xlabel="sequence length n",
+        ylabel="layers (recurrent: steps)",
+    )
     right.set_yticks([1, 2, 4, 8, 16, 32], ["1", "2", "4", "8", "16", "32"])
     _legend(fig, left)
     paths.append(_save(fig, out / "layers_sequential_path.png"))

@@ -28,7 +28,9 @@ from zoo.train.options import CheckpointOptions
 class AttentionConfig(CheckpointOptions):
     text: str = field(default="", metadata={"help": "segment A (required)"})
     text_b: str = field(default="", metadata={"help": "segment B ('' = a single segment)"})
-    out: str = field(default="", metadata={"help": "PNG file ('' = RUN/figures/attention.png, or ./attention.png)"})
+    out: str = field(
+        default="", metadata={"help": "PNG file ('' = RUN/figures/attention.png, or ./attention.png)"}
+    )
 
 
 def pair_inputs(loaded: LoadedBert, text: str, text_b: str = "") -> tuple[Tensor, Tensor, list[str]]:
@@ -78,8 +80,9 @@ def plot_attention(weights: Tensor, tokens: list[str], path: Path, *, title: str
 
 @main_guard
 def main(argv: list[str] | None = None) -> Path:
-    args = parse_cli(AttentionConfig, argv, default_config=None, positional=("run",),
-                     description=__doc__.split("\n\n")[1])
+    args = parse_cli(
+        AttentionConfig, argv, default_config=None, positional=("run",), description=__doc__.split("\n\n")[1]
+    )
     if not args.text:
         raise UserError("give the sentence with --text (and a second one with --text_b)")
     loaded = load_bert(args.run, which=args.checkpoint)

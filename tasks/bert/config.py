@@ -16,40 +16,67 @@ SOURCES = ("synthetic", "wikiextractor", "text")
 
 @dataclass
 class DataConfig:
-    source: str = field(default="synthetic", metadata={
-        "help": "synthetic (built in, no files) | wikiextractor (a folder of wiki_NN files) | "
-                "text (files with one document per blank-line-separated block)"})
+    source: str = field(
+        default="synthetic",
+        metadata={
+            "help": "synthetic (built in, no files) | wikiextractor (a folder of wiki_NN files) | "
+            "text (files with one document per blank-line-separated block)"
+        },
+    )
     data_dir: str = field(default="", metadata={"help": "data directory ('' = $ZOO_DATA_DIR)"})
-    path: str = field(default="enwiki-extract", metadata={
-        "help": "wikiextractor: the folder of wiki_NN files; text: the training file (relative "
-                "paths are taken from data_dir)"})
-    valid: list[str] = field(default_factory=lambda: ["wiki_29"], metadata={
-        "help": "wikiextractor: files of the folder held out for validation; text: validation "
-                "file(s)"})
-    wikitext: str = field(default="wikitext-2", metadata={
-        "help": "folder with WikiText valid.txt/test.txt that evaluate also scores ('' = none)"})
+    path: str = field(
+        default="enwiki-extract",
+        metadata={
+            "help": "wikiextractor: the folder of wiki_NN files; text: the training file (relative "
+            "paths are taken from data_dir)"
+        },
+    )
+    valid: list[str] = field(
+        default_factory=lambda: ["wiki_29"],
+        metadata={
+            "help": "wikiextractor: files of the folder held out for validation; text: validation file(s)"
+        },
+    )
+    wikitext: str = field(
+        default="wikitext-2",
+        metadata={"help": "folder with WikiText valid.txt/test.txt that evaluate also scores ('' = none)"},
+    )
     synthetic_seed: int = field(default=0, metadata={"help": "synthetic: seed of the corpus"})
     synthetic_train: int = field(default=4000, metadata={"help": "synthetic: training documents"})
     synthetic_valid: int = field(default=400, metadata={"help": "synthetic: held-out documents"})
-    min_paragraph_words: int = field(default=8, metadata={
-        "help": "wikiextractor: shorter paragraph lines are headings or list leftovers, dropped"})
-    tokenizer: str = field(default="", metadata={
-        "help": "an existing vocab.txt (a Hugging Face BERT's), tokenizer.json, or a directory "
-                "holding one (a zoo run, a Hugging Face checkpoint) ('' = train WordPiece on the "
-                "training documents; it is saved in the run and inside every checkpoint)"})
+    min_paragraph_words: int = field(
+        default=8,
+        metadata={"help": "wikiextractor: shorter paragraph lines are headings or list leftovers, dropped"},
+    )
+    tokenizer: str = field(
+        default="",
+        metadata={
+            "help": "an existing vocab.txt (a Hugging Face BERT's), tokenizer.json, or a directory "
+            "holding one (a zoo run, a Hugging Face checkpoint) ('' = train WordPiece on the "
+            "training documents; it is saved in the run and inside every checkpoint)"
+        },
+    )
     lowercase: bool = field(default=True, metadata={"help": "lowercase and strip accents (uncased BERT)"})
-    vocab_size: int = field(default=30522, metadata={"help": "WordPiece vocabulary to train (BERT: 30522; the built-in corpus uses its own words instead)"})
-    max_seq_length: int = field(default=128, metadata={
-        "help": "tokens per example with [CLS] and both [SEP] (BERT: 128, then 512)"})
-    short_seq_prob: float = field(default=0.1, metadata={
-        "help": "probability that a document aims at a random shorter length"})
+    vocab_size: int = field(
+        default=30522,
+        metadata={
+            "help": "WordPiece vocabulary to train (BERT: 30522; the built-in corpus uses its own words instead)"
+        },
+    )
+    max_seq_length: int = field(
+        default=128, metadata={"help": "tokens per example with [CLS] and both [SEP] (BERT: 128, then 512)"}
+    )
+    short_seq_prob: float = field(
+        default=0.1, metadata={"help": "probability that a document aims at a random shorter length"}
+    )
     masked_lm_prob: float = field(default=0.15, metadata={"help": "fraction of tokens predicted"})
     max_predictions_per_seq: int = field(default=20, metadata={"help": "at most this many per example"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mask all pieces of a word together"})
     batch_size: int = field(default=32, metadata={"help": "examples per micro-batch, per rank"})
     eval_batch_size: int = field(default=128, metadata={"help": "examples per evaluation batch"})
-    eval_limit: int = field(default=0, metadata={
-        "help": "evaluate on the first N held-out examples (0 = all; for quick checks)"})
+    eval_limit: int = field(
+        default=0, metadata={"help": "evaluate on the first N held-out examples (0 = all; for quick checks)"}
+    )
 
 
 def _default_model() -> BertModelConfig:
@@ -61,8 +88,14 @@ def _default_data() -> DataConfig:
 
 
 def _default_train() -> TrainConfig:
-    return TrainConfig(out_dir="runs/bert-default", max_steps=1500, log_every=50, eval_every=500,
-                       best_metric="mlm_acc", threads=1)
+    return TrainConfig(
+        out_dir="runs/bert-default",
+        max_steps=1500,
+        log_every=50,
+        eval_every=500,
+        best_metric="mlm_acc",
+        threads=1,
+    )
 
 
 @dataclass
@@ -72,6 +105,9 @@ class BertPretrainingConfig(RunConfig):
     model: BertModelConfig = field(default_factory=_default_model)
     data: DataConfig = field(default_factory=_default_data)
     train: TrainConfig = field(default_factory=_default_train)
-    optim: OptimConfig = field(default_factory=lambda: OptimConfig(
-        name="adamw", lr=1e-3, betas=[0.9, 0.999], eps=1e-6, weight_decay=0.01))
+    optim: OptimConfig = field(
+        default_factory=lambda: OptimConfig(
+            name="adamw", lr=1e-3, betas=[0.9, 0.999], eps=1e-6, weight_decay=0.01
+        )
+    )
     schedule: ScheduleConfig = field(default_factory=lambda: ScheduleConfig(name="linear", warmup_steps=150))

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from tasks.bert.config import SOURCES, DataConfig
 from tasks.bert.corpus import synthetic_documents
-from zoo.data.documents import Document, read_documents, wiki_files
 from tasks.bert.examples import PretrainingExamples, TokenizedCorpus
-from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.config import UserError
+from zoo.data.documents import Document, read_documents, wiki_files
 from zoo.data.paths import resolve_data_dir, write_atomic
+from zoo.data.wordpiece import WordPieceTokenizer
 
 log = logging.getLogger(__name__)
 TOKENIZER_FILE = "tokenizer.json"
@@ -26,8 +26,10 @@ def _under_data_dir(cfg: DataConfig, path: str) -> Path:
         return candidate
     root = resolve_data_dir(cfg.data_dir)
     if root is None:
-        raise UserError(f"data.source={cfg.source} with a relative path {path!r} needs a data "
-                        "directory: set data.data_dir or $ZOO_DATA_DIR")
+        raise UserError(
+            f"data.source={cfg.source} with a relative path {path!r} needs a data "
+            "directory: set data.data_dir or $ZOO_DATA_DIR"
+        )
     return root / candidate
 
 
@@ -37,7 +39,7 @@ def load_documents(cfg: DataConfig, split: str) -> list[Document]:
         raise UserError(f"key 'data.source': {cfg.source!r} is not one of {SOURCES}")
     if cfg.source == "synthetic":
         documents = synthetic_documents(cfg.synthetic_train + cfg.synthetic_valid, cfg.synthetic_seed)
-        return documents[:cfg.synthetic_train] if split == "train" else documents[cfg.synthetic_train:]
+        return documents[: cfg.synthetic_train] if split == "train" else documents[cfg.synthetic_train :]
     if cfg.source == "wikiextractor":
         files = wiki_files(_under_data_dir(cfg, cfg.path))
         unknown = set(cfg.valid) - {f.name for f in files}
@@ -53,14 +55,20 @@ def load_documents(cfg: DataConfig, split: str) -> list[Document]:
     return documents
 
 
-def make_examples(documents: list[Document], tokenizer: WordPieceTokenizer, cfg: DataConfig, *,
-                  seed: int) -> PretrainingExamples:
+def make_examples(
+    documents: list[Document], tokenizer: WordPieceTokenizer, cfg: DataConfig, *, seed: int
+) -> PretrainingExamples:
     """Pretraining examples of `documents` as the recipe's data section says."""
-    return PretrainingExamples(TokenizedCorpus.encode(documents, tokenizer), tokenizer,
-                               max_seq_length=cfg.max_seq_length, short_seq_prob=cfg.short_seq_prob,
-                               masked_lm_prob=cfg.masked_lm_prob,
-                               max_predictions_per_seq=cfg.max_predictions_per_seq,
-                               whole_word_mask=cfg.whole_word_mask, seed=seed)
+    return PretrainingExamples(
+        TokenizedCorpus.encode(documents, tokenizer),
+        tokenizer,
+        max_seq_length=cfg.max_seq_length,
+        short_seq_prob=cfg.short_seq_prob,
+        masked_lm_prob=cfg.masked_lm_prob,
+        max_predictions_per_seq=cfg.max_predictions_per_seq,
+        whole_word_mask=cfg.whole_word_mask,
+        seed=seed,
+    )
 
 
 def tokenizer_for(cfg: DataConfig, run_dir: Path, documents: list[Document]) -> WordPieceTokenizer:
@@ -73,12 +81,13 @@ def tokenizer_for(cfg: DataConfig, run_dir: Path, documents: list[Document]) -> 
     if cfg.tokenizer:
         tokenizer = WordPieceTokenizer.load(cfg.tokenizer, lowercase=cfg.lowercase)
     elif cfg.source == "synthetic":  # a closed vocabulary: every word, the same in every run
-        tokenizer = WordPieceTokenizer.whole_words((s for d in documents for s in d.sentences),
-                                                   lowercase=cfg.lowercase)
+        tokenizer = WordPieceTokenizer.whole_words(
+            (s for d in documents for s in d.sentences), lowercase=cfg.lowercase
+        )
     else:
-        tokenizer = WordPieceTokenizer.train((s for d in documents for s in d.sentences),
-                                             vocab_size=cfg.vocab_size, lowercase=cfg.lowercase)
+        tokenizer = WordPieceTokenizer.train(
+            (s for d in documents for s in d.sentences), vocab_size=cfg.vocab_size, lowercase=cfg.lowercase
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(saved, tokenizer.to_bytes())
     return tokenizer
-

@@ -15,27 +15,39 @@ from pathlib import Path
 
 from tasks.bert.config import DataConfig
 from tasks.bert.data import EVAL_SEED, load_documents, make_examples
-from zoo.data.documents import read_documents
 from tasks.bert.hf import LoadedBert, load_bert
 from tasks.bert.task import score_examples
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
-from zoo.train.options import CheckpointOptions
+from zoo.data.documents import read_documents
 from zoo.data.paths import resolve_data_dir
 from zoo.train import evaluation
+from zoo.train.options import CheckpointOptions
 
 WIKITEXT_SPLITS = ("valid", "test")
 
 
 @dataclass
 class EvaluateConfig(CheckpointOptions):
-    data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained, else $ZOO_DATA_DIR)"})
-    wikitext: str = field(default="wikitext-2", metadata={"help": "folder under the data directory with valid.txt/test.txt ('' = skip)"})
-    max_seq_length: int = field(default=0, metadata={"help": "tokens per example (0 = as trained; 128 for Hugging Face directories)"})
+    data_dir: str = field(
+        default="", metadata={"help": "data directory ('' = as trained, else $ZOO_DATA_DIR)"}
+    )
+    wikitext: str = field(
+        default="wikitext-2",
+        metadata={"help": "folder under the data directory with valid.txt/test.txt ('' = skip)"},
+    )
+    max_seq_length: int = field(
+        default=0, metadata={"help": "tokens per example (0 = as trained; 128 for Hugging Face directories)"}
+    )
     batch_size: int = field(default=64, metadata={"help": "examples per batch"})
     limit: int = field(default=0, metadata={"help": "score the first N examples of each set (0 = all)"})
     precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as trained)"})
-    out: str = field(default="", metadata={"help": "JSON file for the results ('' = RUN/eval.json, or none for a Hugging Face directory)"})
+    out: str = field(
+        default="",
+        metadata={
+            "help": "JSON file for the results ('' = RUN/eval.json, or none for a Hugging Face directory)"
+        },
+    )
 
 
 def _data_config(loaded: LoadedBert, args: EvaluateConfig) -> DataConfig:
@@ -58,15 +70,18 @@ def evaluation_sets(loaded: LoadedBert, data: DataConfig, args: EvaluateConfig) 
         if folder is not None and (folder / f"{split}.txt").is_file():
             sets[f"{args.wikitext} {split}"] = read_documents([folder / f"{split}.txt"], "wikitext")[0]
     if not sets:
-        raise UserError("nothing to evaluate: a Hugging Face directory needs --data_dir with "
-                        f"{args.wikitext or 'a WikiText folder'}/valid.txt or test.txt")
+        raise UserError(
+            "nothing to evaluate: a Hugging Face directory needs --data_dir with "
+            f"{args.wikitext or 'a WikiText folder'}/valid.txt or test.txt"
+        )
     return sets
 
 
 @main_guard
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
-    args = parse_cli(EvaluateConfig, argv, default_config=None, positional=("run",),
-                     description=__doc__.split("\n\n")[1])
+    args = parse_cli(
+        EvaluateConfig, argv, default_config=None, positional=("run",), description=__doc__.split("\n\n")[1]
+    )
     loaded = load_bert(args.run, which=args.checkpoint)
     data = _data_config(loaded, args)
     precision = args.precision or (loaded.recipe.train.precision if loaded.recipe else "fp32")
@@ -76,9 +91,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         with evaluation(loaded.model, precision):
             m = score_examples(loaded.model, examples, batch_size=args.batch_size, limit=args.limit)
         results[name] = m
-        print(f"{name}: MLM accuracy {m['mlm_acc']:.2f}%  perplexity {m['mlm_ppl']:.2f}  "
-              f"NSP accuracy {m['nsp_acc']:.2f}%  ({int(m['examples']):,} examples of "
-              f"{len(documents):,} documents)")
+        print(
+            f"{name}: MLM accuracy {m['mlm_acc']:.2f}%  perplexity {m['mlm_ppl']:.2f}  "
+            f"NSP accuracy {m['nsp_acc']:.2f}%  ({int(m['examples']):,} examples of "
+            f"{len(documents):,} documents)"
+        )
     out = Path(args.out) if args.out else (loaded.run_dir / "eval.json" if loaded.run_dir else None)
     if out is not None:
         out.write_text(json.dumps({"source": str(loaded.source), "results": results}, indent=2) + "\n")

@@ -38,16 +38,17 @@ the very batches an uninterrupted one would):
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from zoo.data.documents import Document
 from zoo.config import UserError
 from zoo.data.batching import shard
+from zoo.data.documents import Document
 
 IGNORE_INDEX = -100  # label of positions not predicted (Hugging Face's convention)
 NSP_CONTINUATION, NSP_RANDOM = 0, 1  # Hugging Face's next_sentence_label
@@ -95,9 +96,11 @@ class TokenizedCorpus:
                 document_sizes.append(len(encoded))
         if not document_sizes:
             raise UserError("no document has any token: is the corpus empty?")
-        return cls(tokens=np.fromiter((t for s in ids for t in s), dtype=np.int32),
-                   sentence_offsets=np.concatenate([[0], np.cumsum(sentence_lengths)]),
-                   document_offsets=np.concatenate([[0], np.cumsum(document_sizes)]))
+        return cls(
+            tokens=np.fromiter((t for s in ids for t in s), dtype=np.int32),
+            sentence_offsets=np.concatenate([[0], np.cumsum(sentence_lengths)]),
+            document_offsets=np.concatenate([[0], np.cumsum(document_sizes)]),
+        )
 
     @property
     def num_documents(self) -> int:
@@ -106,7 +109,7 @@ class TokenizedCorpus:
     def sentence_spans(self, document: int) -> list[tuple[int, int]]:
         """(start, end) token offsets of the document's sentences."""
         first, last = self.document_offsets[document], self.document_offsets[document + 1]
-        offsets = self.sentence_offsets[first:last + 1].tolist()
+        offsets = self.sentence_offsets[first : last + 1].tolist()
         return list(zip(offsets[:-1], offsets[1:]))
 
 
@@ -121,8 +124,14 @@ def _truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: np.random.G
             longer[1] -= 1
 
 
-def _document_pairs(corpus: TokenizedCorpus, document: int, *, max_tokens: int,
-                    short_seq_prob: float, rng: np.random.Generator) -> list[tuple[int, ...]]:
+def _document_pairs(
+    corpus: TokenizedCorpus,
+    document: int,
+    *,
+    max_tokens: int,
+    short_seq_prob: float,
+    rng: np.random.Generator,
+) -> list[tuple[int, ...]]:
     """Rules 1-5 for one document: (a_start, a_end, b_start, b_end, nsp_label) per pair."""
     sentences = corpus.sentence_spans(document)
     target = max_tokens if rng.random() >= short_seq_prob else int(rng.integers(2, max_tokens + 1))
@@ -157,24 +166,35 @@ def _document_pairs(corpus: TokenizedCorpus, document: int, *, max_tokens: int,
     return pairs
 
 
-def create_pairs(corpus: TokenizedCorpus, *, max_seq_length: int, short_seq_prob: float,
-                 seed: int, epoch: int) -> np.ndarray:
+def create_pairs(
+    corpus: TokenizedCorpus, *, max_seq_length: int, short_seq_prob: float, seed: int, epoch: int
+) -> np.ndarray:
     """The shuffled sentence pairs of one epoch (rules 1-6): an int64 array (N, 5) of
     (a_start, a_end, b_start, b_end, nsp_label), token offsets into `corpus.tokens`."""
     if max_seq_length < 5:
         raise UserError(f"max_seq_length {max_seq_length} leaves no room for two segments")
     rng = np.random.default_rng((seed, epoch, _PAIRS))
-    pairs = [pair for document in range(corpus.num_documents)
-             for pair in _document_pairs(corpus, document, max_tokens=max_seq_length - 3,
-                                         short_seq_prob=short_seq_prob, rng=rng)]
+    pairs = [
+        pair
+        for document in range(corpus.num_documents)
+        for pair in _document_pairs(
+            corpus, document, max_tokens=max_seq_length - 3, short_seq_prob=short_seq_prob, rng=rng
+        )
+    ]
     array = np.array(pairs, dtype=np.int64).reshape(-1, 5)
     return array[rng.permutation(len(array))]
 
 
-def mask_tokens(tokens: np.ndarray, vocab: Vocabulary, rng: np.random.Generator, *,
-                masked_lm_prob: float = 0.15, max_predictions: int = 20,
-                whole_word: bool = False,
-                replacements: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def mask_tokens(
+    tokens: np.ndarray,
+    vocab: Vocabulary,
+    rng: np.random.Generator,
+    *,
+    masked_lm_prob: float = 0.15,
+    max_predictions: int = 20,
+    whole_word: bool = False,
+    replacements: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Masking rules 1-4 on one sequence: (inputs, labels), labels IGNORE_INDEX where not
     predicted.
 
@@ -188,8 +208,7 @@ def mask_tokens(tokens: np.ndarray, vocab: Vocabulary, rng: np.random.Generator,
     for position, token in enumerate(tokens.tolist()):
         if token in vocab.special_ids:
             continue
-        if (whole_word and vocab.is_continuation[token] and groups
-                and groups[-1][-1] == position - 1):
+        if whole_word and vocab.is_continuation[token] and groups and groups[-1][-1] == position - 1:
             groups[-1].append(position)
         else:
             groups.append([position])
@@ -248,10 +267,18 @@ class PretrainingExamples:
         seed: with the epoch and the example index, fixes every random choice.
     """
 
-    def __init__(self, corpus: TokenizedCorpus, vocab: Vocabulary, *, max_seq_length: int = 128,
-                 short_seq_prob: float = 0.1, masked_lm_prob: float = 0.15,
-                 max_predictions_per_seq: int = 20, whole_word_mask: bool = False,
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        corpus: TokenizedCorpus,
+        vocab: Vocabulary,
+        *,
+        max_seq_length: int = 128,
+        short_seq_prob: float = 0.1,
+        masked_lm_prob: float = 0.15,
+        max_predictions_per_seq: int = 20,
+        whole_word_mask: bool = False,
+        seed: int = 0,
+    ) -> None:
         self.corpus, self.vocab, self.seed = corpus, vocab, seed
         self.max_seq_length, self.short_seq_prob = max_seq_length, short_seq_prob
         self.masked_lm_prob, self.max_predictions = masked_lm_prob, max_predictions_per_seq
@@ -262,9 +289,16 @@ class PretrainingExamples:
     def pairs(self, epoch: int) -> np.ndarray:
         """The epoch's pairs (rules 1-6); the last epoch's are kept."""
         if self._pairs is None or self._pairs[0] != epoch:
-            self._pairs = (epoch, create_pairs(self.corpus, max_seq_length=self.max_seq_length,
-                                               short_seq_prob=self.short_seq_prob,
-                                               seed=self.seed, epoch=epoch))
+            self._pairs = (
+                epoch,
+                create_pairs(
+                    self.corpus,
+                    max_seq_length=self.max_seq_length,
+                    short_seq_prob=self.short_seq_prob,
+                    seed=self.seed,
+                    epoch=epoch,
+                ),
+            )
         return self._pairs[1]
 
     def example(self, epoch: int, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -272,14 +306,21 @@ class PretrainingExamples:
         a_start, a_end, b_start, b_end, label = self.pairs(epoch)[index].tolist()
         tokens = self.corpus.tokens
         v = self.vocab
-        ids = np.concatenate([[v.cls_id], tokens[a_start:a_end], [v.sep_id],
-                              tokens[b_start:b_end], [v.sep_id]]).astype(np.int64)
+        ids = np.concatenate(
+            [[v.cls_id], tokens[a_start:a_end], [v.sep_id], tokens[b_start:b_end], [v.sep_id]]
+        ).astype(np.int64)
         segments = np.zeros_like(ids)
-        segments[a_end - a_start + 2:] = 1
+        segments[a_end - a_start + 2 :] = 1
         rng = np.random.default_rng((self.seed, epoch, _MASKS, index))
-        inputs, labels = mask_tokens(ids, v, rng, masked_lm_prob=self.masked_lm_prob,
-                                     max_predictions=self.max_predictions,
-                                     whole_word=self.whole_word_mask, replacements=self.replacements)
+        inputs, labels = mask_tokens(
+            ids,
+            v,
+            rng,
+            masked_lm_prob=self.masked_lm_prob,
+            max_predictions=self.max_predictions,
+            whole_word=self.whole_word_mask,
+            replacements=self.replacements,
+        )
         return inputs, segments, labels, label
 
     def collate(self, epoch: int, indices: Sequence[int]) -> Batch:
@@ -290,21 +331,26 @@ class PretrainingExamples:
         token_types = torch.zeros((len(examples), width), dtype=torch.long)
         labels = torch.full((len(examples), width), IGNORE_INDEX, dtype=torch.long)
         for row, (ids, segments, mlm, _) in enumerate(examples):
-            input_ids[row, :len(ids)] = torch.from_numpy(ids)
-            token_types[row, :len(ids)] = torch.from_numpy(segments)
-            labels[row, :len(ids)] = torch.from_numpy(mlm)
+            input_ids[row, : len(ids)] = torch.from_numpy(ids)
+            token_types[row, : len(ids)] = torch.from_numpy(segments)
+            labels[row, : len(ids)] = torch.from_numpy(mlm)
         lengths = torch.tensor([len(e[0]) for e in examples])
-        return Batch(input_ids=input_ids, token_type_ids=token_types,
-                     attention_mask=torch.arange(width)[None, :] < lengths[:, None],
-                     mlm_labels=labels, nsp_labels=torch.tensor([e[3] for e in examples]))
+        return Batch(
+            input_ids=input_ids,
+            token_type_ids=token_types,
+            attention_mask=torch.arange(width)[None, :] < lengths[:, None],
+            mlm_labels=labels,
+            nsp_labels=torch.tensor([e[3] for e in examples]),
+        )
 
     def batch_indices(self, epoch: int, batch_size: int) -> list[range]:
         """The epoch's full batches of example indices, in order (the pairs are shuffled)."""
         count = len(self.pairs(epoch)) // batch_size
         return [range(b * batch_size, (b + 1) * batch_size) for b in range(count)]
 
-    def batches(self, epoch: int, batch_size: int, *, start: int = 0,
-                rank: int = 0, world_size: int = 1) -> Iterator[Batch]:
+    def batches(
+        self, epoch: int, batch_size: int, *, start: int = 0, rank: int = 0, world_size: int = 1
+    ) -> Iterator[Batch]:
         """This rank's full batches of `epoch` from its `start`-th (see zoo.data.batching.shard)."""
         for indices in shard(self.batch_indices(epoch, batch_size), rank, world_size)[start:]:
             yield self.collate(epoch, indices)

@@ -23,8 +23,13 @@ class ExportConfig(CheckpointOptions):
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    args = parse_cli(ExportConfig, argv, default_config=None, positional=("run", "out"),
-                     description=__doc__.split("\n\n")[1])
+    args = parse_cli(
+        ExportConfig,
+        argv,
+        default_config=None,
+        positional=("run", "out"),
+        description=__doc__.split("\n\n")[1],
+    )
     if not args.run or not args.out:
         raise UserError("name the run and the output directory (python -m tasks.bert.export RUN OUT_DIR)")
     out = write_hf_directory(load_bert(args.run, which=args.checkpoint), args.out)

@@ -15,15 +15,17 @@ import torch
 from tasks.bert.hf import LoadedBert, load_bert
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
-from zoo.train.options import CheckpointOptions
 from zoo.data.text import stdin_lines
 from zoo.train import evaluation
+from zoo.train.options import CheckpointOptions
 
 
 @dataclass
 class FillMaskConfig(CheckpointOptions):
     top_k: int = field(default=5, metadata={"help": "fillers per [MASK]"})
-    json: bool = field(default=False, metadata={"help": "print one JSON list per line (the pipeline's records)"})
+    json: bool = field(
+        default=False, metadata={"help": "print one JSON list per line (the pipeline's records)"}
+    )
 
 
 def fill_mask(loaded: LoadedBert, text: str, top_k: int = 5) -> list[list[dict]]:
@@ -46,17 +48,23 @@ def fill_mask(loaded: LoadedBert, text: str, top_k: int = 5) -> list[list[dict]]
         for score, token in zip(scores.tolist(), tokens.tolist()):
             filled = list(ids)
             filled[position] = token
-            fillers.append({"score": score, "token": token,
-                            "token_str": tokenizer.convert_ids_to_tokens([token])[0],
-                            "sequence": tokenizer.decode(filled)})  # specials skipped
+            fillers.append(
+                {
+                    "score": score,
+                    "token": token,
+                    "token_str": tokenizer.convert_ids_to_tokens([token])[0],
+                    "sequence": tokenizer.decode(filled),
+                }
+            )  # specials skipped
         results.append(fillers)
     return results
 
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    args = parse_cli(FillMaskConfig, argv, default_config=None, positional=("run",),
-                     description=__doc__.split("\n\n")[1])
+    args = parse_cli(
+        FillMaskConfig, argv, default_config=None, positional=("run",), description=__doc__.split("\n\n")[1]
+    )
     loaded = load_bert(args.run, which=args.checkpoint)
     for number, text in enumerate(stdin_lines(), 1):  # a line that is not UTF-8 is named
         if not text:

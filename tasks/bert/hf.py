@@ -17,8 +17,9 @@ def load_bert(source: str, *, which: str = "best", overrides: list[str] | None =
     """A zoo run directory or checkpoint file (through zoo.train.load_trained, tokenizer from
     the checkpoint), a local Hugging Face directory, or a hub name such as bert-base-uncased."""
     if not source:
-        raise UserError("name a run directory, a checkpoint file, a Hugging Face directory or a "
-                        "hub name (see --help)")
+        raise UserError(
+            "name a run directory, a checkpoint file, a Hugging Face directory or a hub name (see --help)"
+        )
     path = Path(source).expanduser()
     if is_hf_directory(path):
         return read_hf_directory(path)
@@ -28,5 +29,6 @@ def load_bert(source: str, *, which: str = "best", overrides: list[str] | None =
     tokenizer = tokenizer_of(trained.artifacts)
     model = build_bert(trained.cfg.model, tokenizer.vocab_size, tokenizer.pad_id)
     trained.load_into(model)
-    return LoadedBert(model.eval(), tokenizer, trained.cfg.model, trained.path, recipe=trained.cfg,
-                      run_dir=trained.run_dir)
+    return LoadedBert(
+        model.eval(), tokenizer, trained.cfg.model, trained.path, recipe=trained.cfg, run_dir=trained.run_dir
+    )

@@ -5,7 +5,7 @@ DDP, since the counts are known before the forward)."""
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch.nn.functional as F
 from torch import nn
@@ -26,18 +26,25 @@ def pretraining_terms(logits: PretrainingLogits, batch: Batch) -> dict[str, Term
     nsp = F.cross_entropy(logits.nsp.float(), batch.nsp_labels, reduction="sum")
     mlm_correct = (logits.mlm.detach().argmax(dim=-1) == targets).sum()
     nsp_correct = (logits.nsp.detach().argmax(dim=-1) == batch.nsp_labels).sum()
-    return {"mlm": Term(mlm, {"acc": 100.0 * mlm_correct}),  # logged as mlm_acc, nsp_acc
-            "nsp": Term(nsp, {"acc": 100.0 * nsp_correct})}
+    return {
+        "mlm": Term(mlm, {"acc": 100.0 * mlm_correct}),  # logged as mlm_acc, nsp_acc
+        "nsp": Term(nsp, {"acc": 100.0 * nsp_correct}),
+    }
 
 
 def forward(model: nn.Module, batch: Batch) -> PretrainingLogits:
     """The model on a batch, the MLM head at the predicted positions only."""
-    return model(batch.input_ids, batch.token_type_ids, batch.attention_mask,
-                 masked_positions=batch.mlm_labels != IGNORE_INDEX)
+    return model(
+        batch.input_ids,
+        batch.token_type_ids,
+        batch.attention_mask,
+        masked_positions=batch.mlm_labels != IGNORE_INDEX,
+    )
 
 
-def score_examples(model: nn.Module, examples: PretrainingExamples, *, batch_size: int,
-                   limit: int = 0) -> dict[str, float]:
+def score_examples(
+    model: nn.Module, examples: PretrainingExamples, *, batch_size: int, limit: int = 0
+) -> dict[str, float]:
     """MLM accuracy (%), loss and perplexity, NSP accuracy (%) and loss over examples (epoch 0;
     the first `limit` only when > 0). Run it under zoo.train.evaluation."""
     device = next(model.parameters()).device
@@ -52,9 +59,14 @@ def score_examples(model: nn.Module, examples: PretrainingExamples, *, batch_siz
         sums["masked"] += int((batch.mlm_labels != IGNORE_INDEX).sum())
         sums["pairs"] += len(batch)
     mlm_loss = sums["mlm"] / sums["masked"]
-    return {"mlm_acc": sums["mlm_acc"] / sums["masked"], "mlm_loss": mlm_loss,
-            "mlm_ppl": math.exp(min(mlm_loss, 50.0)), "nsp_acc": sums["nsp_acc"] / sums["pairs"],
-            "nsp_loss": sums["nsp"] / sums["pairs"], "examples": float(count)}
+    return {
+        "mlm_acc": sums["mlm_acc"] / sums["masked"],
+        "mlm_loss": mlm_loss,
+        "mlm_ppl": math.exp(min(mlm_loss, 50.0)),
+        "nsp_acc": sums["nsp_acc"] / sums["pairs"],
+        "nsp_loss": sums["nsp"] / sums["pairs"],
+        "examples": float(count),
+    }
 
 
 class BertTask:
@@ -84,19 +96,24 @@ class BertTask:
         return build_bert(self.cfg.model, self.tokenizer.vocab_size, self.tokenizer.pad_id)
 
     def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Batch]:
-        return self.train.batches(epoch, self.cfg.data.batch_size, start=start,
-                                  rank=self.run.rank, world_size=self.run.world_size)
+        return self.train.batches(
+            epoch, self.cfg.data.batch_size, start=start, rank=self.run.rank, world_size=self.run.world_size
+        )
 
     def units(self, batch: Batch) -> dict[str, int]:
-        return {"mlm": int((batch.mlm_labels != IGNORE_INDEX).sum()), "nsp": len(batch),
-                "tokens": int(batch.attention_mask.sum())}
+        return {
+            "mlm": int((batch.mlm_labels != IGNORE_INDEX).sum()),
+            "nsp": len(batch),
+            "tokens": int(batch.attention_mask.sum()),
+        }
 
     def train_step(self, model: nn.Module, batch: Batch) -> dict[str, Term]:
         return pretraining_terms(forward(model, batch), batch)
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        return score_examples(model, self.valid, batch_size=self.cfg.data.eval_batch_size,
-                              limit=self.cfg.data.eval_limit)
+        return score_examples(
+            model, self.valid, batch_size=self.cfg.data.eval_batch_size, limit=self.cfg.data.eval_limit
+        )
 
     def artifacts(self) -> dict[str, bytes]:
         return {TOKENIZER_FILE: self.tokenizer.to_bytes()}

@@ -29,16 +29,21 @@ Real data (the data directory holds enwiki-extract/ and wikitext-2/, as ../share
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    cfg = parse_cli(BertPretrainingConfig, argv,
-                    default_config=DEFAULT_RECIPE if DEFAULT_RECIPE.is_file() else None,
-                    description="Pretrain BERT with masked-LM and next-sentence prediction.")
+    cfg = parse_cli(
+        BertPretrainingConfig,
+        argv,
+        default_config=DEFAULT_RECIPE if DEFAULT_RECIPE.is_file() else None,
+        description="Pretrain BERT with masked-LM and next-sentence prediction.",
+    )
     result = fit(cfg, BertTask(cfg))
     if not result.run.is_main:
         return
     m = result.metrics
-    print(f"held-out: MLM accuracy {m['mlm_acc']:.2f}%  perplexity {m['mlm_ppl']:.2f}  "
-          f"NSP accuracy {m['nsp_acc']:.2f}%  ({int(m['examples']):,} examples, step "
-          f"{result.step}, run directory {result.run_dir})")
+    print(
+        f"held-out: MLM accuracy {m['mlm_acc']:.2f}%  perplexity {m['mlm_ppl']:.2f}  "
+        f"NSP accuracy {m['nsp_acc']:.2f}%  ({int(m['examples']):,} examples, step "
+        f"{result.step}, run directory {result.run_dir})"
+    )
     print(NEXT_STEPS.format(run=result.run_dir))
 
 

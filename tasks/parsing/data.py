@@ -88,8 +88,9 @@ class Vocab:
         self.bert_spec = BertSpec.from_dict(self.bert) if self.bert else None
         self.pieces = WordPieces(self.bert_spec) if self.bert_spec else None
         self.tag_index, self.label_index = _index(self.tags), _index(self.labels)
-        self.symbols = SPECIALS + [WORD] + [f"({x}" for x in self.phrase_labels] + \
-            [f"){x}" for x in self.phrase_labels]
+        self.symbols = (
+            SPECIALS + [WORD] + [f"({x}" for x in self.phrase_labels] + [f"){x}" for x in self.phrase_labels]
+        )
         self.symbol_index = _index(self.symbols)
 
     @classmethod
@@ -100,13 +101,26 @@ class Vocab:
         labels = sorted({label for t in trees for _, _, label in tree_spans(t)})
         phrases = sorted({s.label() for t in trees for s in t.subtrees() if is_phrase(s)})
         by_count = sorted(words, key=lambda w: (-words[w], w))
-        return cls(SPECIALS + by_count, SPECIALS + sorted(chars), tags, [""] + labels, phrases,
-                   bert.to_dict() if bert else None)
+        return cls(
+            SPECIALS + by_count,
+            SPECIALS + sorted(chars),
+            tags,
+            [""] + labels,
+            phrases,
+            bert.to_dict() if bert else None,
+        )
 
     def to_json(self) -> bytes:
-        return json.dumps({"words": self.words, "chars": self.chars, "tags": self.tags,
-                           "labels": self.labels, "phrase_labels": self.phrase_labels,
-                           "bert": self.bert}).encode()
+        return json.dumps(
+            {
+                "words": self.words,
+                "chars": self.chars,
+                "tags": self.tags,
+                "labels": self.labels,
+                "phrase_labels": self.phrase_labels,
+                "bert": self.bert,
+            }
+        ).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Vocab:
@@ -121,9 +135,13 @@ class Vocab:
     def bracket_symbols(self) -> BracketSymbols:
         n = len(self.phrase_labels)
         first = len(SPECIALS) + 1
-        return BracketSymbols(torch.arange(first, first + n), torch.arange(first + n, first + 2 * n),
-                              word_id=self.symbol_index[WORD], eos_id=SPECIAL_IDS.eos,
-                              vocab_size=len(self.symbols))
+        return BracketSymbols(
+            torch.arange(first, first + n),
+            torch.arange(first + n, first + 2 * n),
+            word_id=self.symbol_index[WORD],
+            eos_id=SPECIAL_IDS.eos,
+            vocab_size=len(self.symbols),
+        )
 
 
 def read_extra_trees(paths: list[str], vocab: Vocab) -> list[Tree]:
@@ -142,11 +160,14 @@ def read_extra_trees(paths: list[str], vocab: Vocab) -> list[Tree]:
             tree = clean(raw)
             if tree is None:
                 continue
-            unknown = ({tag for _, tag in tree.pos()} - set(vocab.tags)) | \
-                ({label for _, _, label in tree_spans(tree)} - set(vocab.labels))
+            unknown = ({tag for _, tag in tree.pos()} - set(vocab.tags)) | (
+                {label for _, _, label in tree_spans(tree)} - set(vocab.labels)
+            )
             if unknown:
-                raise UserError(f"{path}:{line}: {', '.join(sorted(unknown))}: not a tag or label of the "
-                                "treebank (data.extra_train trees must use the treebank's)")
+                raise UserError(
+                    f"{path}:{line}: {', '.join(sorted(unknown))}: not a tag or label of the "
+                    "treebank (data.extra_train trees must use the treebank's)"
+                )
             trees.append(tree)
     return trees
 
@@ -165,15 +186,20 @@ class Encoded:
 def encode(tree: Tree, vocab: Vocab) -> Encoded:
     words, tags = zip(*tree.pos())
     spans = [(i, j, vocab.label_index[label]) for i, j, label in tree_spans(tree)]
-    return Encoded(list(words), vocab.word_ids(list(words)), [vocab.tag_index[t] for t in tags],
-                   spans, [vocab.symbol_index[s] for s in linearize(tree)])
+    return Encoded(
+        list(words),
+        vocab.word_ids(list(words)),
+        [vocab.tag_index[t] for t in tags],
+        spans,
+        [vocab.symbol_index[s] for s in linearize(tree)],
+    )
 
 
 def pad_rows(rows: list[list[int]], value: int = SPECIAL_IDS.pad) -> Tensor:
     """Right-padded (B, longest) long tensor."""
     out = torch.full((len(rows), max(map(len, rows))), value, dtype=torch.long)
     for r, row in enumerate(rows):
-        out[r, :len(row)] = torch.tensor(row, dtype=torch.long)
+        out[r, : len(row)] = torch.tensor(row, dtype=torch.long)
     return out
 
 
@@ -190,19 +216,27 @@ class ChartInput:
 
     def model_inputs(self, device: torch.device | None = None) -> tuple[Tensor | None, ...]:
         """The arguments of ChartParser.forward."""
-        return tuple(None if x is None else x.to(device) for x in (self.words, self.chars, self.pieces, self.first))
+        return tuple(
+            None if x is None else x.to(device) for x in (self.words, self.chars, self.pieces, self.first)
+        )
 
 
-def chart_input(sentences: list[list[str]], vocab: Vocab, word_ids: list[list[int]] | None = None) -> ChartInput:
+def chart_input(
+    sentences: list[list[str]], vocab: Vocab, word_ids: list[list[int]] | None = None
+) -> ChartInput:
     """The chart parser's input for tokenised sentences (word ids may be given, e.g. with <unk>s)."""
     ids = word_ids or [vocab.word_ids(s) for s in sentences]
     words = pad_rows([[SPECIAL_IDS.bos, *row, SPECIAL_IDS.eos] for row in ids])
-    spelled = [[[SPECIAL_IDS.bos]] + [vocab.char_ids(w) or [SPECIAL_IDS.unk] for w in s] + [[SPECIAL_IDS.eos]]
-               for s in sentences]
-    chars = torch.full((*words.shape, max(len(c) for s in spelled for c in s)), SPECIAL_IDS.pad, dtype=torch.long)
+    spelled = [
+        [[SPECIAL_IDS.bos]] + [vocab.char_ids(w) or [SPECIAL_IDS.unk] for w in s] + [[SPECIAL_IDS.eos]]
+        for s in sentences
+    ]
+    chars = torch.full(
+        (*words.shape, max(len(c) for s in spelled for c in s)), SPECIAL_IDS.pad, dtype=torch.long
+    )
     for b, sentence in enumerate(spelled):
         for t, word in enumerate(sentence):
-            chars[b, t, :len(word)] = torch.tensor(word)
+            chars[b, t, : len(word)] = torch.tensor(word)
     pieces = vocab.pieces.batch(sentences) if vocab.pieces else (None, None)
     return ChartInput(words, chars, torch.tensor([len(s) for s in sentences]), *pieces)
 
@@ -237,7 +271,9 @@ def seq2seq_pieces(sentences: list[list[str]], vocab: Vocab) -> tuple[Tensor, ..
     return pieces, first[:, 1:]
 
 
-def replace_rare(examples: list[Encoded], rare: set[int], prob: float, generator: torch.Generator) -> list[list[int]]:
+def replace_rare(
+    examples: list[Encoded], rare: set[int], prob: float, generator: torch.Generator
+) -> list[list[int]]:
     """Word ids with each rare word replaced by <unk> with probability `prob`."""
     out = []
     for ex in examples:
@@ -246,13 +282,19 @@ def replace_rare(examples: list[Encoded], rare: set[int], prob: float, generator
     return out
 
 
-def collate(kind: str, examples: list[Encoded], vocab: Vocab, word_ids: list[list[int]]) -> ChartBatch | Seq2SeqBatch:
+def collate(
+    kind: str, examples: list[Encoded], vocab: Vocab, word_ids: list[list[int]]
+) -> ChartBatch | Seq2SeqBatch:
     if kind == "chart":
         tags = pad_rows([ex.tag_ids for ex in examples], value=-100)
-        return ChartBatch(chart_input([ex.words for ex in examples], vocab, word_ids), tags,
-                          [ex.spans for ex in examples])
+        return ChartBatch(
+            chart_input([ex.words for ex in examples], vocab, word_ids), tags, [ex.spans for ex in examples]
+        )
     eos, bos = SPECIAL_IDS.eos, SPECIAL_IDS.bos
-    return Seq2SeqBatch(pad_rows([row + [eos] for row in word_ids]),
-                        pad_rows([[bos] + ex.symbol_ids for ex in examples]),
-                        pad_rows([ex.symbol_ids + [eos] for ex in examples]),
-                        sum(len(ex.words) for ex in examples), seq2seq_pieces([ex.words for ex in examples], vocab))
+    return Seq2SeqBatch(
+        pad_rows([row + [eos] for row in word_ids]),
+        pad_rows([[bos] + ex.symbol_ids for ex in examples]),
+        pad_rows([ex.symbol_ids + [eos] for ex in examples]),
+        sum(len(ex.words) for ex in examples),
+        seq2seq_pieces([ex.words for ex in examples], vocab),
+    )

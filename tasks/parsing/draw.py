@@ -38,9 +38,18 @@ def plot_tree(tree: Tree, path: Path, *, title: str = "") -> Path:
         for cx, cd in children:
             ax.plot([x, cx], [-d, -cd], color="0.6", lw=0.8, zorder=1)
         leaf = not children
-        ax.text(x, -d, text, ha="center", va="center", fontsize=9, zorder=2,
-                style="italic" if leaf else "normal", weight="normal" if leaf else "bold",
-                bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none"))
+        ax.text(
+            x,
+            -d,
+            text,
+            ha="center",
+            va="center",
+            fontsize=9,
+            zorder=2,
+            style="italic" if leaf else "normal",
+            weight="normal" if leaf else "bold",
+            bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none"),
+        )
     ax.set_xlim(-0.7, width - 0.3)
     ax.set_ylim(-depth - 0.5, 0.5)
     ax.axis("off")
@@ -56,7 +65,9 @@ def _save(fig, ax, path: Path, title: str) -> Path:
     return path
 
 
-def plot_span_scores(scores: Tensor, words: list[str], labels: list[str], path: Path, *, title: str = "") -> Path:
+def plot_span_scores(
+    scores: Tensor, words: list[str], labels: list[str], path: Path, *, title: str = ""
+) -> Path:
     """Heat map of the best non-empty label score of every span (i, j) of one sentence, with the
     label written in the cells where it beats the empty label (score 0).
 
@@ -69,8 +80,12 @@ def plot_span_scores(scores: Tensor, words: list[str], labels: list[str], path: 
     for i in range(n):
         grid[i, :i] = float("nan")
     fig, ax = plt.subplots(figsize=(0.55 * n + 2, 0.5 * n + 1.5))
-    image = ax.imshow(grid.numpy(), cmap="RdBu_r", vmin=-float(grid.nan_to_num().abs().max()),
-                      vmax=float(grid.nan_to_num().abs().max()))
+    image = ax.imshow(
+        grid.numpy(),
+        cmap="RdBu_r",
+        vmin=-float(grid.nan_to_num().abs().max()),
+        vmax=float(grid.nan_to_num().abs().max()),
+    )
     for i in range(n):
         for j in range(i + 1, n + 1):
             if best[i, j] > 0:

@@ -143,8 +143,14 @@ class EvalbResult:
     def metrics(self, tags: bool = True) -> dict[str, float]:
         """F1, precision, recall, exact match, tagging accuracy (unless not `tags`), errors."""
         a = self.all
-        out = {"f1": a.f1, "precision": a.precision, "recall": a.recall, "exact": a.exact,
-               "tagging": a.tagging, "errors": float(a.errors)}
+        out = {
+            "f1": a.f1,
+            "precision": a.precision,
+            "recall": a.recall,
+            "exact": a.exact,
+            "tagging": a.tagging,
+            "errors": float(a.errors),
+        }
         if not tags:
             del out["tagging"]
         return out
@@ -195,8 +201,9 @@ def evalb(gold_trees: list[Tree], test_trees: list[Tree], params: EvalbParams = 
             totals.no_crossing += crossing == 0
             totals.two_or_less += crossing <= 2
             totals.words += len(gold.words)
-            totals.correct_tags += sum(params.canonical(g) == params.canonical(t)
-                                       for g, t in zip(gold.tags, test.tags))
+            totals.correct_tags += sum(
+                params.canonical(g) == params.canonical(t) for g, t in zip(gold.tags, test.tags)
+            )
         for column, counts in enumerate((gold.brackets, test.brackets, matched)):
             for (label, _, _), n in counts.items():
                 result.labels.setdefault(label, [0, 0, 0])[column] += n
@@ -204,14 +211,20 @@ def evalb(gold_trees: list[Tree], test_trees: list[Tree], params: EvalbParams = 
 
 
 def _section(name: str, t: Totals) -> list[str]:
-    rows = [("Number of sentence", f"{t.sentences:6d}"), ("Number of Error sentence", f"{t.errors:6d}"),
-            ("Number of Skip  sentence", f"{t.skipped:6d}"), ("Number of Valid sentence", f"{t.valid:6d}"),
-            ("Bracketing Recall", f"{t.recall:6.2f}"), ("Bracketing Precision", f"{t.precision:6.2f}"),
-            ("Bracketing FMeasure", f"{t.f1:6.2f}"), ("Complete match", f"{t.exact:6.2f}"),
-            ("Average crossing", f"{t.crossing / t.valid if t.valid else 0.0:6.2f}"),
-            ("No crossing", f"{100.0 * t.no_crossing / t.valid if t.valid else 0.0:6.2f}"),
-            ("2 or less crossing", f"{100.0 * t.two_or_less / t.valid if t.valid else 0.0:6.2f}"),
-            ("Tagging accuracy", f"{t.tagging:6.2f}")]
+    rows = [
+        ("Number of sentence", f"{t.sentences:6d}"),
+        ("Number of Error sentence", f"{t.errors:6d}"),
+        ("Number of Skip  sentence", f"{t.skipped:6d}"),
+        ("Number of Valid sentence", f"{t.valid:6d}"),
+        ("Bracketing Recall", f"{t.recall:6.2f}"),
+        ("Bracketing Precision", f"{t.precision:6.2f}"),
+        ("Bracketing FMeasure", f"{t.f1:6.2f}"),
+        ("Complete match", f"{t.exact:6.2f}"),
+        ("Average crossing", f"{t.crossing / t.valid if t.valid else 0.0:6.2f}"),
+        ("No crossing", f"{100.0 * t.no_crossing / t.valid if t.valid else 0.0:6.2f}"),
+        ("2 or less crossing", f"{100.0 * t.two_or_less / t.valid if t.valid else 0.0:6.2f}"),
+        ("Tagging accuracy", f"{t.tagging:6.2f}"),
+    ]
     return [f"\n-- {name} --"] + [f"{key:<26}= {value}" for key, value in rows]
 
 
@@ -219,8 +232,11 @@ def report(result: EvalbResult) -> str:
     """EVALB's summary (All and len<=cutoff), then P/R/F1 per label, then the errors."""
     lines = ["=== Summary ==="]
     lines += _section("All", result.all) + _section(f"len<={result.cutoff_len}", result.short)
-    lines += ["", "=== Per label ===", f"{'label':<8} {'gold':>6} {'test':>6} {'match':>6} "
-              f"{'recall':>7} {'prec.':>7} {'F1':>7}"]
+    lines += [
+        "",
+        "=== Per label ===",
+        f"{'label':<8} {'gold':>6} {'test':>6} {'match':>6} {'recall':>7} {'prec.':>7} {'F1':>7}",
+    ]
     for label, (gold, test, matched) in sorted(result.labels.items(), key=lambda kv: -kv[1][0]):
         r = 100.0 * matched / gold if gold else 0.0
         p = 100.0 * matched / test if test else 0.0

@@ -25,10 +25,18 @@ from zoo.train import evaluation
 @dataclass
 class EvaluateOptions(TrainedParserOptions):
     split: str = field(default="test", metadata={"help": "dev | test"})
-    data_dir: str = field(default="", metadata={"help": "data directory ('' = the recipe's, else $ZOO_DATA_DIR)"})
-    out: str = field(default="", metadata={
-        "help": "folder for the tree files and scores ('' = RUN/eval, or RUN/eval-ensembleN for N parsers)"})
-    limit: int = field(default=0, metadata={"help": "score only the first N trees (0 = all; for quick checks)"})
+    data_dir: str = field(
+        default="", metadata={"help": "data directory ('' = the recipe's, else $ZOO_DATA_DIR)"}
+    )
+    out: str = field(
+        default="",
+        metadata={
+            "help": "folder for the tree files and scores ('' = RUN/eval, or RUN/eval-ensembleN for N parsers)"
+        },
+    )
+    limit: int = field(
+        default=0, metadata={"help": "score only the first N trees (0 = all; for quick checks)"}
+    )
 
 
 def write_trees(trees: list, path: Path) -> Path:
@@ -44,27 +52,41 @@ def main(argv: list[str] | None = None) -> dict:
     parser = load_parser(options, [f"data.data_dir={options.data_dir}"] if options.data_dir else None)
     cfg = parser.cfg
     gold = load_treebank(cfg.data)[options.split]
-    gold = gold[:options.limit] if options.limit else gold
+    gold = gold[: options.limit] if options.limit else gold
     started = time.perf_counter()
     with evaluation(parser.model, parser.precision) as model:
         scored, predicted = score_trees(model, parser.vocab, gold, cfg)
     seconds = time.perf_counter() - started
     n = len(parser.members)
-    out = Path(options.out) if options.out else parser.trained.run_dir / ("eval" if n == 1 else f"eval-ensemble{n}")
+    out = (
+        Path(options.out)
+        if options.out
+        else parser.trained.run_dir / ("eval" if n == 1 else f"eval-ensemble{n}")
+    )
     out.mkdir(parents=True, exist_ok=True)
     pred_path = write_trees(predicted, out / f"{options.split}.pred.mrg")
     write_trees(gold, out / f"{options.split}.gold.mrg")
     print(report(scored))
-    result = {"checkpoint": str(parser.trained.path), "ema": parser.trained.ema, "kind": cfg.model.kind,
-              "ensemble": [str(m.path) for m in parser.members] if n > 1 else None,
-              "split": options.split, "sentences": len(gold), **scored.metrics(tags=cfg.model.kind == "chart"),
-              "beam_size": cfg.decode.beam_size if cfg.model.kind == "seq2seq" else None,
-              "seconds": round(seconds, 2), "sentences_per_s": round(len(gold) / seconds, 2),
-              "device": options.device, "predicted": str(pred_path)}
+    result = {
+        "checkpoint": str(parser.trained.path),
+        "ema": parser.trained.ema,
+        "kind": cfg.model.kind,
+        "ensemble": [str(m.path) for m in parser.members] if n > 1 else None,
+        "split": options.split,
+        "sentences": len(gold),
+        **scored.metrics(tags=cfg.model.kind == "chart"),
+        "beam_size": cfg.decode.beam_size if cfg.model.kind == "seq2seq" else None,
+        "seconds": round(seconds, 2),
+        "sentences_per_s": round(len(gold) / seconds, 2),
+        "device": options.device,
+        "predicted": str(pred_path),
+    }
     (out / f"{options.split}.json").write_text(json.dumps(result, indent=2) + "\n")
     models = " + ".join(str(m.path) for m in parser.members)
-    print(f"\n{options.split}: labeled F1 {result['f1']:.2f}, exact match {result['exact']:.2f} "
-          f"({len(gold)} sentences, {result['sentences_per_s']:.1f} sentences/s, {models})")
+    print(
+        f"\n{options.split}: labeled F1 {result['f1']:.2f}, exact match {result['exact']:.2f} "
+        f"({len(gold)} sentences, {result['sentences_per_s']:.1f} sentences/s, {models})"
+    )
     print(f"trees: {pred_path} (gold beside it)")
     print(json.dumps(result))
     return result

@@ -89,8 +89,9 @@ class GrammarSampler:
             preposition = {"accessory": "with", "place": "from", "person": "of"}[kind]
             base = Tree("NP", [base, self.pp(preposition, kind)])
         if self.chance(0.35, depth):
-            relative = Tree("SBAR", [Tree("WHNP", [leaf("WDT", self.word("WDT"))]),
-                                     Tree("S", [self.vp(depth + 1)])])
+            relative = Tree(
+                "SBAR", [Tree("WHNP", [leaf("WDT", self.word("WDT"))]), Tree("S", [self.vp(depth + 1)])]
+            )
             base = Tree("NP", [base, relative])
         if self.chance(0.2, depth):
             base = Tree("NP", [base, leaf("CC", self.word("CC")), self.np(depth + 1)])
@@ -101,11 +102,18 @@ class GrammarSampler:
         if r < 0.15:
             vp = Tree("VP", [leaf("VBD", self.word("intransitive"))])
         elif r < 0.25 and depth < self.max_depth:
-            vp = Tree("VP", [leaf("VBD", self.word("saying")),
-                             Tree("SBAR", [leaf("IN", "that"), self.clause(depth + 1)])])
+            vp = Tree(
+                "VP",
+                [
+                    leaf("VBD", self.word("saying")),
+                    Tree("SBAR", [leaf("IN", "that"), self.clause(depth + 1)]),
+                ],
+            )
         elif r < 0.35:
-            vp = Tree("VP", [leaf("MD", self.word("MD")),
-                             Tree("VP", [leaf("VB", self.word("VB")), self.np(depth + 1)])])
+            vp = Tree(
+                "VP",
+                [leaf("MD", self.word("MD")), Tree("VP", [leaf("VB", self.word("VB")), self.np(depth + 1)])],
+            )
         elif r < 0.42:
             vp = Tree("VP", [leaf("VBD", "was"), Tree("ADJP", [leaf("JJ", self.word("JJ"))])])
         else:
@@ -133,8 +141,9 @@ class GrammarSampler:
         return tree
 
 
-def grammar_treebank(seed: int = 0, sizes: tuple[int, int, int] = (3000, 300, 300),
-                     max_words: int = 40) -> dict[str, list[Tree]]:
+def grammar_treebank(
+    seed: int = 0, sizes: tuple[int, int, int] = (3000, 300, 300), max_words: int = 40
+) -> dict[str, list[Tree]]:
     """{train, dev, test} trees of unique sentences of at most `max_words` words."""
     sampler = GrammarSampler(seed)
     seen: set[tuple[str, ...]] = set()

@@ -52,7 +52,9 @@ def delinearize(symbols: list[str], words: list[str], tags: list[str] | None = N
             used += 1
         elif symbol.startswith(")"):
             if not stack or stack[-1].label() != symbol[1:] or not len(stack[-1]):
-                raise ValueError(f"symbol {pos} ({symbol}) closes nothing, the wrong label or an empty phrase")
+                raise ValueError(
+                    f"symbol {pos} ({symbol}) closes nothing, the wrong label or an empty phrase"
+                )
             node = stack.pop()
             if stack:
                 stack[-1].append(node)
@@ -88,8 +90,7 @@ class BracketSymbols:
         self.label[self.open_ids], self.label[self.close_ids] = labels, labels
 
 
-def allowed_next(prefixes: Tensor, num_words: Tensor, max_len: Tensor,
-                 symbols: BracketSymbols) -> Tensor:
+def allowed_next(prefixes: Tensor, num_words: Tensor, max_len: Tensor, symbols: BracketSymbols) -> Tensor:
     """Which next ids keep each prefix on the way to a well-formed tree; pure and batched.
 
     The rules: the first symbol opens the root; a word (XX) only inside an open phrase and while

@@ -30,11 +30,19 @@ from torch import Tensor, nn
 from tasks.parsing.config import KINDS, ModelConfig
 from tasks.parsing.data import Vocab
 from tasks.parsing.linearize import WORD
-from zoo.blocks import (ConcatPositions, Encoder, LayerSpec, SequenceEmbedding, TokenEmbedding, init_transformer_,
-                        padding_mask, partition_)
+from zoo.blocks import (
+    ConcatPositions,
+    Encoder,
+    LayerSpec,
+    SequenceEmbedding,
+    TokenEmbedding,
+    init_transformer_,
+    padding_mask,
+    partition_,
+)
+from zoo.blocks.cache import DecoderCache
 from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS
-from zoo.blocks.cache import DecoderCache
 from zoo.models.bert import Bert, build_bert
 from zoo.models.encoder_decoder import ModelConfig as TransformerConfig
 from zoo.models.encoder_decoder import Transformer
@@ -94,9 +102,18 @@ class ChartParser(_ReadsBert, nn.Module):
         bert: a BertReader or None. positions: ConcatPositions for a factored encoder, or None.
     """
 
-    def __init__(self, embed: SequenceEmbedding | TokenEmbedding, chars: CharCNN | None, encoder: Encoder,
-                 label_mlp: nn.Module, tagger: nn.Linear, *, max_len: int, bert: BertReader | None = None,
-                 positions: ConcatPositions | None = None) -> None:
+    def __init__(
+        self,
+        embed: SequenceEmbedding | TokenEmbedding,
+        chars: CharCNN | None,
+        encoder: Encoder,
+        label_mlp: nn.Module,
+        tagger: nn.Linear,
+        *,
+        max_len: int,
+        bert: BertReader | None = None,
+        positions: ConcatPositions | None = None,
+    ) -> None:
         super().__init__()
         self.embed, self.chars, self.encoder = embed, chars, encoder
         self.label_mlp, self.tagger = label_mlp, tagger
@@ -104,14 +121,17 @@ class ChartParser(_ReadsBert, nn.Module):
         self.bert = bert
         self.positions = positions
 
-    def forward(self, words: Tensor, chars: Tensor, pieces: Tensor | None = None,
-                first: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, words: Tensor, chars: Tensor, pieces: Tensor | None = None, first: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         x = self.embed(words)
         if self.chars is not None:
             x = x + self.chars(chars)
         if self.bert is not None:
             if pieces is None or first is None:
-                raise ValueError("this parser reads a BERT: give the sentences' pieces (ChartInput.model_inputs)")
+                raise ValueError(
+                    "this parser reads a BERT: give the sentences' pieces (ChartInput.model_inputs)"
+                )
             x = x + self.bert(pieces, first)
         if self.positions is not None:
             x = self.positions(x)
@@ -120,8 +140,13 @@ class ChartParser(_ReadsBert, nn.Module):
             h = torch.cat([h[..., 0::2], h[..., 1::2]], dim=-1)
         half = h.shape[-1] // 2
         forward, backward = h[:, :-1, :half], h[:, 1:, half:]  # fenceposts 0..n: (B, n+1, D/2)
-        spans = torch.cat([forward[:, None, :, :] - forward[:, :, None, :],
-                           backward[:, :, None, :] - backward[:, None, :, :]], dim=-1)  # [i, j]
+        spans = torch.cat(
+            [
+                forward[:, None, :, :] - forward[:, :, None, :],
+                backward[:, :, None, :] - backward[:, None, :, :],
+            ],
+            dim=-1,
+        )  # [i, j]
         labels = self.label_mlp(spans)
         scores = torch.cat([labels.new_zeros(*labels.shape[:-1], 1), labels], dim=-1)
         return scores, self.tagger(h[:, 1:-1])
@@ -178,20 +203,31 @@ class Seq2SeqParser(_ReadsBert, Transformer):
     """
 
     def __init__(self, base: Transformer, *, word_id: int | None, bert: BertReader | None = None) -> None:
-        super().__init__(base.src_embed, base.tgt_embed, base.encoder, base.decoder, base.output,
-                         pad_idx=base.pad_idx, max_len=base.max_len)
+        super().__init__(
+            base.src_embed,
+            base.tgt_embed,
+            base.encoder,
+            base.decoder,
+            base.output,
+            pad_idx=base.pad_idx,
+            max_len=base.max_len,
+        )
         self.word_id = word_id
         dim = base.output.weight.shape[1]
         self.pointer = nn.Linear(dim, dim) if word_id is not None else None
         self.bert = bert
 
-    def encode(self, src: Tensor, pieces: Tensor | None = None, first: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def encode(
+        self, src: Tensor, pieces: Tensor | None = None, first: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         """src (B, S) word ids + EOS; with a BERT, pieces (B, P) and first (B, S), the piece each
         source position reads (tasks.parsing.data.seq2seq_pieces)."""
         if self.bert is None:
             return super().encode(src)
         if pieces is None or first is None:
-            raise ValueError("this parser reads a BERT: give the sentences' pieces (tasks.parsing.data.seq2seq_pieces)")
+            raise ValueError(
+                "this parser reads a BERT: give the sentences' pieces (tasks.parsing.data.seq2seq_pieces)"
+            )
         memory_mask = padding_mask(src, self.pad_idx)
         x = self.src_embed(src) + self.bert(pieces, first)
         return self.encoder(x, pad_mask=memory_mask), memory_mask
@@ -200,8 +236,9 @@ class Seq2SeqParser(_ReadsBert, Transformer):
         inner = super().new_cache(beams)
         return inner if self.pointer is None else PointerCache(inner)
 
-    def decoder_states(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
-                       cache: PointerCache | None = None) -> Tensor:
+    def decoder_states(
+        self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: PointerCache | None = None
+    ) -> Tensor:
         if self.pointer is None:
             return super().decoder_states(tgt_in, memory, memory_mask, cache)
         attached = (tgt_in == self.word_id).cumsum(dim=1)  # (N, T) words attached up to each input
@@ -226,34 +263,65 @@ def build_model(cfg: ModelConfig, vocab: Vocab) -> ChartParser | Transformer:
         raise UserError(f"model.kind: unknown {cfg.kind!r}; expected one of {KINDS}")
     if cfg.kind == "seq2seq":
         transformer = TransformerConfig(
-            encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers, dim=cfg.dim,
-            ffn_dim=cfg.ffn_dim, num_heads=cfg.num_heads, dropout=cfg.dropout,
-            attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm, positions=cfg.positions,
-            max_len=cfg.max_len, share_embeddings=False)  # words in, tree symbols out
+            encoder_layers=cfg.encoder_layers,
+            decoder_layers=cfg.decoder_layers,
+            dim=cfg.dim,
+            ffn_dim=cfg.ffn_dim,
+            num_heads=cfg.num_heads,
+            dropout=cfg.dropout,
+            attn_dropout=cfg.attn_dropout,
+            pre_norm=cfg.pre_norm,
+            positions=cfg.positions,
+            max_len=cfg.max_len,
+            share_embeddings=False,
+        )  # words in, tree symbols out
         model = build_transformer(transformer, len(vocab.words), len(vocab.symbols), SPECIAL_IDS.pad)
         bert = bert_reader(vocab, cfg.dim, cfg.pretrained_lr_scale)
         if not cfg.word_pointer and bert is None:
             return model
         return Seq2SeqParser(model, word_id=vocab.symbol_index[WORD] if cfg.word_pointer else None, bert=bert)
-    spec = LayerSpec(cfg.dim, cfg.num_heads, cfg.ffn_dim, dropout=cfg.dropout,
-                     attn_dropout=cfg.attn_dropout, pre_norm=cfg.pre_norm)
+    spec = LayerSpec(
+        cfg.dim,
+        cfg.num_heads,
+        cfg.ffn_dim,
+        dropout=cfg.dropout,
+        attn_dropout=cfg.attn_dropout,
+        pre_norm=cfg.pre_norm,
+    )
     content = cfg.dim // 2 if cfg.partitioned else cfg.dim
     if cfg.partitioned:
         embed = TokenEmbedding(len(vocab.words), content, padding_idx=SPECIAL_IDS.pad)
     else:
-        embed = SequenceEmbedding(len(vocab.words), cfg.dim, max_len=cfg.max_len, padding_idx=SPECIAL_IDS.pad,
-                                  positions=cfg.positions, dropout=cfg.dropout)
+        embed = SequenceEmbedding(
+            len(vocab.words),
+            cfg.dim,
+            max_len=cfg.max_len,
+            padding_idx=SPECIAL_IDS.pad,
+            positions=cfg.positions,
+            dropout=cfg.dropout,
+        )
     chars = CharCNN(len(vocab.chars), cfg.char_dim, content) if cfg.char_dim else None
     encoder = init_transformer_(Encoder.uniform(cfg.encoder_layers, spec))
     positions = None
     if cfg.partitioned:
         partition_(encoder)
         positions = ConcatPositions(cfg.max_len, cfg.dim, positions=cfg.positions, dropout=cfg.dropout)
-    label_mlp = nn.Sequential(nn.Linear(cfg.dim, cfg.label_hidden), nn.LayerNorm(cfg.label_hidden),
-                              nn.ReLU(), nn.Linear(cfg.label_hidden, len(vocab.labels) - 1))
-    return ChartParser(embed, chars, encoder, label_mlp, nn.Linear(cfg.dim, len(vocab.tags)),
-                       max_len=cfg.max_len, bert=bert_reader(vocab, content, cfg.pretrained_lr_scale),
-                       positions=positions)
+    label_mlp = nn.Sequential(
+        nn.Linear(cfg.dim, cfg.label_hidden),
+        nn.LayerNorm(cfg.label_hidden),
+        nn.ReLU(),
+        nn.Linear(cfg.label_hidden, len(vocab.labels) - 1),
+    )
+    return ChartParser(
+        embed,
+        chars,
+        encoder,
+        label_mlp,
+        nn.Linear(cfg.dim, len(vocab.tags)),
+        max_len=cfg.max_len,
+        bert=bert_reader(vocab, content, cfg.pretrained_lr_scale),
+        positions=positions,
+    )
 
 
 def bert_reader(vocab: Vocab, dim: int, lr_scale: float = 1.0) -> BertReader | None:

@@ -21,12 +21,21 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from zoo.models.bert_hf import LoadedBert
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig
+from zoo.models.bert_hf import LoadedBert
 
-PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",
-               "``": '"', "''": '"', "`": "'"}
+PTB_ESCAPES = {
+    "-LRB-": "(",
+    "-RRB-": ")",
+    "-LCB-": "{",
+    "-RCB-": "}",
+    "-LSB-": "[",
+    "-RSB-": "]",
+    "``": '"',
+    "''": '"',
+    "`": "'",
+}
 
 
 def unescape(word: str) -> str:
@@ -45,8 +54,12 @@ class BertSpec:
 
     @classmethod
     def of(cls, loaded: LoadedBert) -> BertSpec:
-        return cls(loaded.config, loaded.model.vocab_size, loaded.model.pad_id,
-                   loaded.tokenizer.to_bytes().decode("utf-8"))
+        return cls(
+            loaded.config,
+            loaded.model.vocab_size,
+            loaded.model.pad_id,
+            loaded.tokenizer.to_bytes().decode("utf-8"),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "config": dataclasses.asdict(self.config)}
@@ -90,6 +103,6 @@ class WordPieces:
         pieces = torch.full((len(rows), max(map(len, rows))), t.pad_id, dtype=torch.long)
         first = torch.zeros((len(rows), max(map(len, firsts))), dtype=torch.long)
         for b, (row, index) in enumerate(zip(rows, firsts)):
-            pieces[b, :len(row)] = torch.tensor(row)
-            first[b, :len(index)] = torch.tensor(index)
+            pieces[b, : len(row)] = torch.tensor(row)
+            first[b, : len(index)] = torch.tensor(index)
         return pieces, first

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from tqdm import tqdm
 
@@ -34,10 +34,15 @@ CHUNK = 1000  # sentences per call of the parser: progress, and memory bounded
 
 @dataclass
 class SilverOptions(TrainedParserOptions):
-    input: str = field(default="", metadata={
-        "help": "text to parse: a file, or a folder of WikiExtractor files (wiki_NN)"})
-    format: str = field(default="wikiextractor", metadata={"help": f"the input's format: {' | '.join(FORMATS)}"})
-    out: str = field(default="", metadata={"help": "the tree file to write (PTB brackets, one tree per line)"})
+    input: str = field(
+        default="", metadata={"help": "text to parse: a file, or a folder of WikiExtractor files (wiki_NN)"}
+    )
+    format: str = field(
+        default="wikiextractor", metadata={"help": f"the input's format: {' | '.join(FORMATS)}"}
+    )
+    out: str = field(
+        default="", metadata={"help": "the tree file to write (PTB brackets, one tree per line)"}
+    )
     sentences: int = field(default=20000, metadata={"help": "parse the first N sentences that qualify"})
     min_words: int = field(default=5, metadata={"help": "skip sentences with fewer words"})
     max_words: int = field(default=40, metadata={"help": "skip sentences with more words"})
@@ -64,8 +69,11 @@ def unlabeled_sentences(options: SilverOptions, parser: Parser) -> Iterator[list
         for document in documents:
             for sentence in document.sentences:
                 words = treebank_tokens(sentence)
-                if (options.min_words <= len(words) <= options.max_words and tuple(words) not in seen
-                        and not too_long(words, parser.cfg, parser.vocab)):
+                if (
+                    options.min_words <= len(words) <= options.max_words
+                    and tuple(words) not in seen
+                    and not too_long(words, parser.cfg, parser.vocab)
+                ):
                     seen.add(tuple(words))
                     yield words
 
@@ -75,11 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     options = parse_cli(SilverOptions, argv, default_config=None, description=__doc__, positional=("run",))
     parser = load_parser(options)
     if parser.cfg.model.kind != "chart":
-        raise UserError(f"{options.run}: a {parser.cfg.model.kind} parser; silver trees need the part-of-speech "
-                        "tags only the chart parser predicts")
+        raise UserError(
+            f"{options.run}: a {parser.cfg.model.kind} parser; silver trees need the part-of-speech "
+            "tags only the chart parser predicts"
+        )
     sentences = itertools.islice(unlabeled_sentences(options, parser), options.sentences)
     written = 0
-    with atomic_open(options.out) as out, tqdm(total=options.sentences, unit="sentence", file=sys.stderr) as bar:
+    with (
+        atomic_open(options.out) as out,
+        tqdm(total=options.sentences, unit="sentence", file=sys.stderr) as bar,
+    ):
         while chunk := list(itertools.islice(sentences, CHUNK)):
             with evaluation(parser.model, parser.precision) as model:
                 trees = parse(model, parser.vocab, chunk, parser.cfg)

@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> None:
     (result.run_dir / "test.json").write_text(json.dumps({"step": result.step, **metrics}, indent=2) + "\n")
     print(report(scored).split("\n-- len")[0])
     beam = f", beam {cfg.decode.beam_size}" if cfg.model.kind == "seq2seq" else ""
-    print(f"\ntest ({cfg.data.source}, {len(task.treebank['test'])} trees, {cfg.model.kind} parser{beam}): "
-          f"labeled F1 {metrics['f1']:.2f}, exact match {metrics['exact']:.2f}")
+    print(
+        f"\ntest ({cfg.data.source}, {len(task.treebank['test'])} trees, {cfg.model.kind} parser{beam}): "
+        f"labeled F1 {metrics['f1']:.2f}, exact match {metrics['exact']:.2f}"
+    )
     print(NEXT_STEPS.format(run=result.run_dir))
 
 

@@ -49,7 +49,7 @@ def read_mrg(path: Path) -> list[tuple[int, Tree]]:
             if depth < 0:
                 raise UserError(f"{path}:{line}: malformed tree: ')' closes nothing")
             if depth == 0:
-                trees.append((start_line, _from_string(text[start:pos + 1], path, start_line)))
+                trees.append((start_line, _from_string(text[start : pos + 1], path, start_line)))
         elif depth == 0 and not char.isspace():
             raise UserError(f"{path}:{line}: malformed tree: text outside brackets ({char!r})")
     if depth:
@@ -64,8 +64,10 @@ def _from_string(text: str, path: Path, line: int) -> Tree:
         raise UserError(f"{path}:{line}: malformed tree: {str(err).splitlines()[0]}") from None
     for node in tree.subtrees():
         if len(node) != 1 and any(isinstance(child, str) for child in node):
-            raise UserError(f"{path}:{line}: malformed tree: ({node.label()} ...) mixes words "
-                            f"with other children (a word needs its own part-of-speech bracket)")
+            raise UserError(
+                f"{path}:{line}: malformed tree: ({node.label()} ...) mixes words "
+                f"with other children (a word needs its own part-of-speech bracket)"
+            )
     return tree
 
 
@@ -121,8 +123,9 @@ def sample_files(folder: Path, split: str) -> list[Path]:
     paths = [folder / f"wsj_{n:04d}.mrg" for n in range(first, last + 1)]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
-        raise UserError(f"PTB sample {split} split: {len(missing)} file(s) missing in {folder} "
-                        f"(first: {missing[0]})")
+        raise UserError(
+            f"PTB sample {split} split: {len(missing)} file(s) missing in {folder} (first: {missing[0]})"
+        )
     return paths
 
 
@@ -132,8 +135,9 @@ def wsj_files(folder: Path, split: str) -> list[Path]:
     for section in WSJ_SECTIONS[split]:
         found = sorted((folder / f"{section:02d}").glob("wsj_*.mrg"))
         if not found:
-            raise UserError(f"WSJ section {section:02d} ({split}): no wsj_*.mrg in "
-                            f"{folder / f'{section:02d}'}")
+            raise UserError(
+                f"WSJ section {section:02d} ({split}): no wsj_*.mrg in {folder / f'{section:02d}'}"
+            )
         paths.extend(found)
     return paths
 

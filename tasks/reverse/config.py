@@ -18,8 +18,9 @@ class ReverseDataConfig:
 
 
 def _tiny_model() -> ModelConfig:
-    return ModelConfig(encoder_layers=2, decoder_layers=2, dim=64, ffn_dim=128, num_heads=4,
-                       dropout=0.0, max_len=64)
+    return ModelConfig(
+        encoder_layers=2, decoder_layers=2, dim=64, ffn_dim=128, num_heads=4, dropout=0.0, max_len=64
+    )
 
 
 @dataclass
@@ -27,8 +28,11 @@ class ReverseConfig(RunConfig):
     model: ModelConfig = field(default_factory=_tiny_model)
     data: ReverseDataConfig = field(default_factory=ReverseDataConfig)
     label_smoothing: float = field(default=0.0, metadata={"help": "eps_ls of the cross-entropy"})
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(
-        out_dir="runs/reverse", max_steps=400, log_every=50, eval_every=200, best_metric="token_acc"))
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            out_dir="runs/reverse", max_steps=400, log_every=50, eval_every=200, best_metric="token_acc"
+        )
+    )
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=2e-3))
     schedule: ScheduleConfig = field(default_factory=lambda: ScheduleConfig(name="cosine", warmup_steps=50))
 
@@ -41,5 +45,6 @@ class ReverseConfig(RunConfig):
             raise Invalid("data.min_len", f"{d.min_len} exceeds data.max_len {d.max_len}")
         # A sequence takes one more position than its length (EOS on the source, BOS on the target).
         if d.max_len >= self.model.max_len:
-            raise Invalid("data.max_len", f"{d.max_len} + 1 positions do not fit model.max_len "
-                                          f"{self.model.max_len}")
+            raise Invalid(
+                "data.max_len", f"{d.max_len} + 1 positions do not fit model.max_len {self.model.max_len}"
+            )

@@ -3,7 +3,7 @@ batch), so any batch can be regenerated exactly (resume) and split across ranks 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -24,8 +24,9 @@ def make_pairs(size: int, cfg: ReverseConfig, generator: torch.Generator) -> Seq
     """`size` random sequences (symbols FIRST_SYMBOL..) paired with their reversals."""
     d = cfg.data
     lengths = torch.randint(d.min_len, d.max_len + 1, (size,), generator=generator).tolist()
-    symbols = torch.randint(FIRST_SYMBOL, FIRST_SYMBOL + d.num_symbols, (size, d.max_len),
-                            generator=generator).tolist()
+    symbols = torch.randint(
+        FIRST_SYMBOL, FIRST_SYMBOL + d.num_symbols, (size, d.max_len), generator=generator
+    ).tolist()
     src = [row[:n] for row, n in zip(symbols, lengths)]
     return SequencePairs(Ids.from_rows(src), Ids.from_rows([row[::-1] for row in src]))
 
@@ -40,8 +41,9 @@ class ReverseTask:
 
     def setup(self, run: RunContext) -> None:
         if self.cfg.data.batch_size % run.world_size:
-            raise UserError(f"data.batch_size {self.cfg.data.batch_size} is not divisible by "
-                             f"{run.world_size} ranks")
+            raise UserError(
+                f"data.batch_size {self.cfg.data.batch_size} is not divisible by {run.world_size} ranks"
+            )
         self.run = run
         valid_gen = torch.Generator().manual_seed(self.cfg.train.seed + 10_000_019)
         size = self.cfg.data.valid_size
@@ -64,7 +66,8 @@ class ReverseTask:
     def train_step(self, model: nn.Module, batch: Seq2SeqBatch) -> dict[str, Term]:
         logits = model(batch.src, batch.tgt_in)
         loss, nll, _ = label_smoothed_cross_entropy(
-            logits, batch.tgt_out, smoothing=self.cfg.label_smoothing, ignore_index=PAD)
+            logits, batch.tgt_out, smoothing=self.cfg.label_smoothing, ignore_index=PAD
+        )
         correct = ((logits.argmax(-1) == batch.tgt_out) & (batch.tgt_out != PAD)).sum()
         return {"loss": Term(loss, {"nll": nll, "token_acc": correct})}
 
@@ -75,5 +78,7 @@ class ReverseTask:
         target = v.tgt_out.to(device)
         real = target != PAD
         correct = (logits.argmax(-1) == target) & real
-        return {"token_acc": correct.sum().item() / real.sum().item(),
-                "seq_acc": (correct | ~real).all(dim=1).float().mean().item()}
+        return {
+            "token_acc": correct.sum().item() / real.sum().item(),
+            "seq_acc": (correct | ~real).all(dim=1).float().mean().item(),
+        }

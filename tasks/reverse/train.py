@@ -11,12 +11,18 @@ from zoo.train import fit
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    cfg = parse_cli(ReverseConfig, argv, default_config=None,
-                    description="Train a tiny encoder-decoder to reverse random sequences.")
+    cfg = parse_cli(
+        ReverseConfig,
+        argv,
+        default_config=None,
+        description="Train a tiny encoder-decoder to reverse random sequences.",
+    )
     result = fit(cfg, ReverseTask(cfg))
-    print(f"held-out token accuracy {result.metrics['token_acc']:.4f}, "
-          f"sequence accuracy {result.metrics['seq_acc']:.4f} after {result.step} steps "
-          f"(run directory: {result.run_dir})")
+    print(
+        f"held-out token accuracy {result.metrics['token_acc']:.4f}, "
+        f"sequence accuracy {result.metrics['seq_acc']:.4f} after {result.step} steps "
+        f"(run directory: {result.run_dir})"
+    )
 
 
 if __name__ == "__main__":

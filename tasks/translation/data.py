@@ -14,10 +14,10 @@ BOS y and predicts y EOS); the vocabulary is zoo.data.tokenizer's SentencePiece 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -79,8 +79,10 @@ def corpus_folder(cfg: DataConfig) -> Path:
         folder = folder if folder.is_absolute() or data_dir is None else data_dir / folder
     else:
         if data_dir is None:
-            raise UserError(f"data.source={cfg.source} needs the data directory: set data.data_dir "
-                            f"or ZOO_DATA_DIR to the folder that holds {LAYOUTS[cfg.source][0]}/")
+            raise UserError(
+                f"data.source={cfg.source} needs the data directory: set data.data_dir "
+                f"or ZOO_DATA_DIR to the folder that holds {LAYOUTS[cfg.source][0]}/"
+            )
         folder = data_dir / LAYOUTS[cfg.source][0]
     if not folder.is_dir():
         hint = " (run python -m tasks.translation.download)" if cfg.source == "wmt14" else ""
@@ -90,9 +92,13 @@ def corpus_folder(cfg: DataConfig) -> Path:
 
 def split_files(folder: Path, split: str, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
     """(source, target) files of a split: SPLIT.LANG.gz if present, else SPLIT.LANG."""
+
     def find(lang: str) -> Path:
         packed = folder / f"{split}.{lang}.gz"
-        return packed if packed.is_file() else require(folder / f"{split}.{lang}", f"'{split}' split ({lang})")
+        return (
+            packed if packed.is_file() else require(folder / f"{split}.{lang}", f"'{split}' split ({lang})")
+        )
+
     return find(src_lang), find(tgt_lang)
 
 
@@ -127,9 +133,13 @@ def load_tokenizer(cfg: DataConfig, run_dir: Path, *, seed: int = 0) -> Sentence
         else:
             sentences = (side for pair in load_pairs(cfg, "train") for side in pair)
             tokenizer = SentencePieceTokenizer.train(
-                sentences, vocab_size=cfg.vocab_size, model_type=cfg.spm_model_type,
-                character_coverage=cfg.spm_character_coverage, max_sentences=cfg.spm_max_sentences,
-                seed=seed)
+                sentences,
+                vocab_size=cfg.vocab_size,
+                model_type=cfg.spm_model_type,
+                character_coverage=cfg.spm_character_coverage,
+                max_sentences=cfg.spm_max_sentences,
+                seed=seed,
+            )
             log.info("tokenizer: trained %s (%s, %d pieces)", path, cfg.spm_model_type, tokenizer.vocab_size)
         write_atomic(path, tokenizer.model)
         return tokenizer
@@ -141,11 +151,18 @@ def cut_to_positions(rows: list[list[int]], positions: int) -> tuple[list[list[i
     """`rows` with each row cut to `positions - 1` ids (the EOS or BOS added later takes the last
     position), and the indices of the rows that were cut."""
     cut = [i for i, row in enumerate(rows) if len(row) >= positions]
-    return ([row[:positions - 1] for row in rows] if cut else rows), cut
+    return ([row[: positions - 1] for row in rows] if cut else rows), cut
 
 
-def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: SentencePieceTokenizer, *,
-                 max_len: int = 0, truncate: int = 0, keep_text: bool = False) -> EncodedSplit:
+def encode_split(
+    name: str,
+    pairs: Iterable[tuple[str, str]],
+    tokenizer: SentencePieceTokenizer,
+    *,
+    max_len: int = 0,
+    truncate: int = 0,
+    keep_text: bool = False,
+) -> EncodedSplit:
     """Encode sentence pairs, dropping (and counting) those longer than `max_len` tokens.
 
     Args:
@@ -166,11 +183,13 @@ def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: Sentenc
         if max_len:
             keep = [max(len(s), len(t)) < max_len for s, t in zip(src_rows, tgt_rows)]
             dropped += keep.count(False)
-            part, src_rows, tgt_rows = ([row for row, k in zip(rows, keep) if k]
-                                        for rows in (part, src_rows, tgt_rows))
+            part, src_rows, tgt_rows = (
+                [row for row, k in zip(rows, keep) if k] for rows in (part, src_rows, tgt_rows)
+            )
         if truncate:
-            (src_rows, src_cut), (tgt_rows, tgt_cut) = (cut_to_positions(rows, truncate)
-                                                        for rows in (src_rows, tgt_rows))
+            (src_rows, src_cut), (tgt_rows, tgt_cut) = (
+                cut_to_positions(rows, truncate) for rows in (src_rows, tgt_rows)
+            )
             truncated += len(set(src_cut) | set(tgt_cut))
         src_chunks.append(chunk(src_rows, dtype))
         tgt_chunks.append(chunk(tgt_rows, dtype))
@@ -178,17 +197,35 @@ def encode_split(name: str, pairs: Iterable[tuple[str, str]], tokenizer: Sentenc
             sources += [src for src, _ in part]
             references += [tgt for _, tgt in part]
     if read == dropped:
-        raise UserError(f"split '{name}' has no sentence pairs left (read {read}, {dropped} longer "
-                        f"than data.max_len={max_len} tokens)")
-    split = EncodedSplit(name, SequencePairs(Ids.concat(src_chunks), Ids.concat(tgt_chunks)),
-                         sources=sources if keep_text else None,
-                         references=references if keep_text else None)
+        raise UserError(
+            f"split '{name}' has no sentence pairs left (read {read}, {dropped} longer "
+            f"than data.max_len={max_len} tokens)"
+        )
+    split = EncodedSplit(
+        name,
+        SequencePairs(Ids.concat(src_chunks), Ids.concat(tgt_chunks)),
+        sources=sources if keep_text else None,
+        references=references if keep_text else None,
+    )
     if truncated:
-        log.warning("%s: %d of %d pairs have a side longer than the model's %d positions: cut to "
-                    "fit (the references are scored whole)", name, truncated, len(split), truncate)
-    log.info("%s: %d pairs encoded (%d dropped for more than max_len=%d tokens; 0 = no limit), "
-             "%d source and %d target tokens", name, len(split), dropped, max_len,
-             split.pairs.src_lengths.sum(), split.pairs.tgt_lengths.sum())
+        log.warning(
+            "%s: %d of %d pairs have a side longer than the model's %d positions: cut to "
+            "fit (the references are scored whole)",
+            name,
+            truncated,
+            len(split),
+            truncate,
+        )
+    log.info(
+        "%s: %d pairs encoded (%d dropped for more than max_len=%d tokens; 0 = no limit), "
+        "%d source and %d target tokens",
+        name,
+        len(split),
+        dropped,
+        max_len,
+        split.pairs.src_lengths.sum(),
+        split.pairs.tgt_lengths.sum(),
+    )
     return split
 
 
@@ -207,16 +244,29 @@ class TranslationData:
             cut to fit (0 = no cut).
     """
 
-    def __init__(self, cfg: DataConfig, run_dir: str | Path, *, seed: int = 0, rank: int = 0,
-                 world_size: int = 1, positions: int = 0) -> None:
+    def __init__(
+        self,
+        cfg: DataConfig,
+        run_dir: str | Path,
+        *,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        positions: int = 0,
+    ) -> None:
         self.cfg, self.seed, self.rank, self.world_size = cfg, seed, rank, world_size
         self.special = SPECIAL_IDS
         self.tokenizer = load_tokenizer(cfg, Path(run_dir), seed=seed)
         names = split_names(cfg)
-        self.train = encode_split(names["train"], load_pairs(cfg, "train"), self.tokenizer, max_len=cfg.max_len)
-        self.valid, self.test = (encode_split(names[role], load_pairs(cfg, role), self.tokenizer,
-                                              truncate=positions, keep_text=True)
-                                 for role in ("valid", "test"))
+        self.train = encode_split(
+            names["train"], load_pairs(cfg, "train"), self.tokenizer, max_len=cfg.max_len
+        )
+        self.valid, self.test = (
+            encode_split(
+                names[role], load_pairs(cfg, role), self.tokenizer, truncate=positions, keep_text=True
+            )
+            for role in ("valid", "test")
+        )
 
     def split(self, role: str) -> EncodedSplit:
         if role not in ROLES:
@@ -226,8 +276,9 @@ class TranslationData:
     def train_batch_indices(self, epoch: int) -> list[np.ndarray]:
         """This rank's batches of `epoch` as example indices (the same count on every rank)."""
         pairs = self.train.pairs
-        batches = token_batches(pairs.src_lengths, pairs.tgt_lengths, self.cfg.max_tokens,
-                                seed=self.seed, epoch=epoch)
+        batches = token_batches(
+            pairs.src_lengths, pairs.tgt_lengths, self.cfg.max_tokens, seed=self.seed, epoch=epoch
+        )
         return shard(batches, self.rank, self.world_size)
 
     def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Seq2SeqBatch]:
@@ -244,7 +295,8 @@ class TranslationData:
                 length where that is longer, so that no pair is left out.
         """
         pairs = self.split(role).pairs
-        budget = max(max_tokens or self.cfg.max_tokens,
-                     int(np.maximum(pairs.src_lengths, pairs.tgt_lengths).max()))
+        budget = max(
+            max_tokens or self.cfg.max_tokens, int(np.maximum(pairs.src_lengths, pairs.tgt_lengths).max())
+        )
         for indices in token_batches(pairs.src_lengths, pairs.tgt_lengths, budget, shuffle=False):
             yield pairs.collate(indices, self.special)

@@ -25,9 +25,9 @@ import argparse
 import logging
 import os
 import tarfile
+from collections.abc import Iterable, Iterator
 from itertools import zip_longest
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from sacrebleu import utils as sacrebleu_utils
 
@@ -138,11 +138,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m tasks.translation.download",
         description="Download WMT14 English-German (training corpora from statmt.org, newstest2013 "
-                    "and newstest2014 through sacreBLEU) into DATA_DIR/wmt14.")
-    parser.add_argument("--data-dir", default=None,
-                        help="data directory (default: $ZOO_DATA_DIR); wmt14/ is created inside")
-    parser.add_argument("--keep-archives", action="store_true",
-                        help="keep the downloaded .tgz archives (about 1.5 GB) after extraction")
+        "and newstest2014 through sacreBLEU) into DATA_DIR/wmt14.",
+    )
+    parser.add_argument(
+        "--data-dir", default=None, help="data directory (default: $ZOO_DATA_DIR); wmt14/ is created inside"
+    )
+    parser.add_argument(
+        "--keep-archives",
+        action="store_true",
+        help="keep the downloaded .tgz archives (about 1.5 GB) after extraction",
+    )
     args = parser.parse_args(argv)
     data_dir = Path(args.data_dir) if args.data_dir else resolve_data_dir(None)
     if data_dir is None:

@@ -34,21 +34,37 @@ from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.models.encoder_decoder import Transformer
 
 FORMATS = ("ctranslate2",)
-QUANTIZATIONS = ("", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16",
-                 "float16", "bfloat16", "float32")
+QUANTIZATIONS = (
+    "",
+    "int8",
+    "int8_float32",
+    "int8_float16",
+    "int8_bfloat16",
+    "int16",
+    "float16",
+    "bfloat16",
+    "float32",
+)
 
 
 @dataclass
 class ExportOptions:
-    run: str = field(default="", metadata={
-        "help": "run directory of tasks.translation.train, or a checkpoint file"})
+    run: str = field(
+        default="", metadata={"help": "run directory of tasks.translation.train, or a checkpoint file"}
+    )
     out: str = field(default="", metadata={"help": "output directory (must not exist unless --force)"})
     format: str = field(default="ctranslate2", metadata={"help": "ctranslate2"})
-    checkpoint: str = field(default="best", metadata={
-        "help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
-    quantization: str = field(default="", metadata={
-        "help": "CTranslate2 weight type stored on disk ('' = float32; int8, int8_float32, int16, "
-                "float16, bfloat16, ...); the engine can still convert at load time"})
+    checkpoint: str = field(
+        default="best",
+        metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"},
+    )
+    quantization: str = field(
+        default="",
+        metadata={
+            "help": "CTranslate2 weight type stored on disk ('' = float32; int8, int8_float32, int16, "
+            "float16, bfloat16, ...); the engine can still convert at load time"
+        },
+    )
     force: bool = field(default=False, metadata={"help": "replace an existing output directory"})
 
 
@@ -113,9 +129,12 @@ def ctranslate2_spec(model: Transformer, pieces: list[str]):
     norm = first.ffn_res.norm
     activation = {nn.ReLU: specs.Activation.RELU, nn.GELU: specs.Activation.GELU}[type(first.ffn.act)]
     spec = specs.TransformerSpec.from_config(
-        (len(model.encoder.layers), len(model.decoder.layers)), first.self_attn.num_heads,
-        pre_norm=first.ffn_res.pre_norm, activation=activation,
-        rms_norm=isinstance(norm, nn.RMSNorm))
+        (len(model.encoder.layers), len(model.decoder.layers)),
+        first.self_attn.num_heads,
+        pre_norm=first.ffn_res.pre_norm,
+        activation=activation,
+        rms_norm=isinstance(norm, nn.RMSNorm),
+    )
     encoder, decoder = spec.encoder, spec.decoder
     _embedding(encoder, encoder.embeddings[0], model.src_embed)  # one per source feature
     _embedding(decoder, decoder.embeddings, model.tgt_embed)
@@ -140,8 +159,14 @@ def ctranslate2_spec(model: Transformer, pieces: list[str]):
     return spec
 
 
-def export_ctranslate2(model: Transformer, tokenizer: SentencePieceTokenizer, out: str | Path, *,
-                       quantization: str = "", force: bool = False) -> Path:
+def export_ctranslate2(
+    model: Transformer,
+    tokenizer: SentencePieceTokenizer,
+    out: str | Path,
+    *,
+    quantization: str = "",
+    force: bool = False,
+) -> Path:
     """Write `model` and `tokenizer` as a CTranslate2 model directory `out`.
 
     Args:
@@ -167,23 +192,33 @@ def export_ctranslate2(model: Transformer, tokenizer: SentencePieceTokenizer, ou
 
 @main_guard
 def main(argv: list[str] | None = None) -> Path:
-    options = parse_cli(ExportOptions, argv, default_config=None, description=__doc__,
-                        positional=("run", "out"))
+    options = parse_cli(
+        ExportOptions, argv, default_config=None, description=__doc__, positional=("run", "out")
+    )
     if options.format not in FORMATS:
         raise UserError(f"--format must be one of {', '.join(FORMATS)}, not {options.format!r}")
     if options.quantization not in QUANTIZATIONS:
         choices = ", ".join(q or "''" for q in QUANTIZATIONS)
         raise UserError(f"--quantization must be one of {choices}, not {options.quantization!r}")
     if not options.out:
-        raise UserError("name the output directory: python -m tasks.translation.export RUN --format ctranslate2 OUT")
+        raise UserError(
+            "name the output directory: python -m tasks.translation.export RUN --format ctranslate2 OUT"
+        )
     try:
         import ctranslate2  # noqa: F401
     except ImportError:
-        raise UserError("--format ctranslate2 needs the ctranslate2 package: pip install ctranslate2") from None
+        raise UserError(
+            "--format ctranslate2 needs the ctranslate2 package: pip install ctranslate2"
+        ) from None
     translator = load_translator(TrainedModelOptions(run=options.run, checkpoint=options.checkpoint))
     with torch.no_grad():
-        out = export_ctranslate2(translator.model, translator.tokenizer, options.out,
-                                 quantization=options.quantization, force=options.force)
+        out = export_ctranslate2(
+            translator.model,
+            translator.tokenizer,
+            options.out,
+            quantization=options.quantization,
+            force=options.force,
+        )
     print(f"{translator.trained.path} -> {out} (CTranslate2, {options.quantization or 'float32'})")
     return out
 

@@ -23,15 +23,18 @@ class TrainedModelOptions(InferenceOptions):
     """What every translation CLI that runs a trained model asks."""
 
     beam_size: int = field(default=0, metadata={"help": "beam width (0 = the recipe's decode.beam_size)"})
-    patience: float | None = field(default=None, metadata={
-        "help": "beam search's patience (see decode.patience; default: the recipe's)"})
+    patience: float | None = field(
+        default=None, metadata={"help": "beam search's patience (see decode.patience; default: the recipe's)"}
+    )
 
     def check(self) -> None:
         super().check()
         if self.beam_size < 0:
             raise Invalid("beam_size", f"must be at least 0 (0 = the recipe's), not {self.beam_size}")
         if self.patience is not None and self.patience < 0:
-            raise Invalid("patience", f"must be at least 0 (0 = the exact stopping rule), not {self.patience}")
+            raise Invalid(
+                "patience", f"must be at least 0 (0 = the exact stopping rule), not {self.patience}"
+            )
 
 
 @dataclass
@@ -55,8 +58,9 @@ def load_translator(options: TrainedModelOptions, overrides: list[str] | None = 
     """
     trained = load_trained(options.run, TranslationConfig, which=options.checkpoint, overrides=overrides)
     if TOKENIZER_ARTIFACT in trained.artifacts:
-        tokenizer = SentencePieceTokenizer(trained.artifacts[TOKENIZER_ARTIFACT],
-                                           origin=f"{TOKENIZER_ARTIFACT} inside {trained.path}")
+        tokenizer = SentencePieceTokenizer(
+            trained.artifacts[TOKENIZER_ARTIFACT], origin=f"{TOKENIZER_ARTIFACT} inside {trained.path}"
+        )
     else:
         tokenizer = SentencePieceTokenizer.load(trained.run_dir / TOKENIZER_ARTIFACT)
     if options.beam_size:

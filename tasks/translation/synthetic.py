@@ -250,24 +250,39 @@ Jakob Frieda Moritz Ella Oskar
 PREPOSITIONS = {"with": ("mit", "dat"), "for": ("für", "acc"), "without": ("ohne", "acc")}
 
 # English determiner -> German determiner stem; None is the definite article.
-DETERMINERS = {"the": None, "a": "ein", "no": "kein", "my": "mein", "his": "sein", "her": "ihr",
-               "our": "unser"}
+DETERMINERS = {
+    "the": None,
+    "a": "ein",
+    "no": "kein",
+    "my": "mein",
+    "his": "sein",
+    "her": "ihr",
+    "our": "unser",
+}
 PLURAL_DETERMINERS = ("the", "no", "my", "his", "her", "our", "")  # "" = bare plural: "dogs"
 
-_DEFINITE = {"nom": {"m": "der", "f": "die", "n": "das", "pl": "die"},
-             "acc": {"m": "den", "f": "die", "n": "das", "pl": "die"},
-             "dat": {"m": "dem", "f": "der", "n": "dem", "pl": "den"}}
-_EIN_ENDINGS = {"nom": {"m": "", "f": "e", "n": "", "pl": "e"},
-                "acc": {"m": "en", "f": "e", "n": "", "pl": "e"},
-                "dat": {"m": "em", "f": "er", "n": "em", "pl": "en"}}
+_DEFINITE = {
+    "nom": {"m": "der", "f": "die", "n": "das", "pl": "die"},
+    "acc": {"m": "den", "f": "die", "n": "das", "pl": "die"},
+    "dat": {"m": "dem", "f": "der", "n": "dem", "pl": "den"},
+}
+_EIN_ENDINGS = {
+    "nom": {"m": "", "f": "e", "n": "", "pl": "e"},
+    "acc": {"m": "en", "f": "e", "n": "", "pl": "e"},
+    "dat": {"m": "em", "f": "er", "n": "em", "pl": "en"},
+}
 # Adjective endings after the definite article (weak), after ein-words (mixed), and with no
 # determiner (strong; only plurals go without one here).
-_WEAK = {"nom": {"m": "e", "f": "e", "n": "e", "pl": "en"},
-         "acc": {"m": "en", "f": "e", "n": "e", "pl": "en"},
-         "dat": {"m": "en", "f": "en", "n": "en", "pl": "en"}}
-_MIXED = {"nom": {"m": "er", "f": "e", "n": "es", "pl": "en"},
-          "acc": {"m": "en", "f": "e", "n": "es", "pl": "en"},
-          "dat": {"m": "en", "f": "en", "n": "en", "pl": "en"}}
+_WEAK = {
+    "nom": {"m": "e", "f": "e", "n": "e", "pl": "en"},
+    "acc": {"m": "en", "f": "e", "n": "e", "pl": "en"},
+    "dat": {"m": "en", "f": "en", "n": "en", "pl": "en"},
+}
+_MIXED = {
+    "nom": {"m": "er", "f": "e", "n": "es", "pl": "en"},
+    "acc": {"m": "en", "f": "e", "n": "es", "pl": "en"},
+    "dat": {"m": "en", "f": "en", "n": "en", "pl": "en"},
+}
 _STRONG_PLURAL = {"nom": "e", "acc": "e", "dat": "en"}
 
 
@@ -333,8 +348,9 @@ MANNERS = _word_pairs(_MANNERS)
 TRANSITIVE = _verbs(_TRANSITIVE)
 INTRANSITIVE = _verbs(_INTRANSITIVE)
 THAT_VERBS = _verbs(_THAT_VERBS)
-TIMES = {en: Time(en, de, tense) for en, de, tense in
-         (line.split("|") for line in _TIMES.strip().splitlines())}
+TIMES = {
+    en: Time(en, de, tense) for en, de, tense in (line.split("|") for line in _TIMES.strip().splitlines())
+}
 NAMES = _NAMES.split()
 
 # --- sentence structure and its two renderings ------------------------------------------------
@@ -354,7 +370,8 @@ class Phrase:
         if self.name:
             return [self.name]
         words = ([self.adjective] if self.adjective else []) + [
-            self.noun.en_plural if self.plural else self.noun.en]
+            self.noun.en_plural if self.plural else self.noun.en
+        ]
         determiner = self.determiner
         if determiner == "a" and words[0][0] in "aeiou":
             determiner = "an"
@@ -393,9 +410,11 @@ class Clause:
             verb = self.verb.en_past
         else:
             verb = self.verb.en_base if self.subject.plural else self.verb.en_3sg
-        rest = (self.obj.english() if self.obj else []) + (
-            [self.prep[0], *self.prep[1].english()] if self.prep else []) + (
-            [self.manner] if self.manner else [])
+        rest = (
+            (self.obj.english() if self.obj else [])
+            + ([self.prep[0], *self.prep[1].english()] if self.prep else [])
+            + ([self.manner] if self.manner else [])
+        )
         time = [self.time.en] if self.time else []
         if self.fronted:
             return time + self.subject.english() + [verb] + rest
@@ -409,9 +428,11 @@ class Clause:
             finite, final = auxiliary[plural], [self.verb.de_participle]
         else:
             finite, final = self.verb.de_3pl if plural else self.verb.de_3sg, []
-        middle = ([self.time.de] if self.time and not self.fronted else []) + (
-            self.obj.german("acc") if self.obj else []) + (
-            [MANNERS[self.manner]] if self.manner else [])
+        middle = (
+            ([self.time.de] if self.time and not self.fronted else [])
+            + (self.obj.german("acc") if self.obj else [])
+            + ([MANNERS[self.manner]] if self.manner else [])
+        )
         if self.prep:
             preposition, case = PREPOSITIONS[self.prep[0]]
             middle += [preposition, *self.prep[1].german(case)]
@@ -470,17 +491,22 @@ class _Sampler:
         self.nouns = list(NOUNS.values())
         self.adjectives = list(ADJECTIVES)
         self.manners = list(MANNERS)
-        self.times = {past: [t for t in TIMES.values() if t.tense in ("any", "past" if past else "present")]
-                      for past in (False, True)}
+        self.times = {
+            past: [t for t in TIMES.values() if t.tense in ("any", "past" if past else "present")]
+            for past in (False, True)
+        }
 
     def phrase(self) -> Phrase:
         rng = self.rng
         if rng.random() < 0.15:
             return Phrase(name=rng.choice(NAMES))
         plural = rng.random() < 0.3
-        return Phrase(noun=rng.choice(self.nouns), plural=plural,
-                      determiner=rng.choice(PLURAL_DETERMINERS if plural else list(DETERMINERS)),
-                      adjective=rng.choice(self.adjectives) if rng.random() < 0.35 else None)
+        return Phrase(
+            noun=rng.choice(self.nouns),
+            plural=plural,
+            determiner=rng.choice(PLURAL_DETERMINERS if plural else list(DETERMINERS)),
+            adjective=rng.choice(self.adjectives) if rng.random() < 0.35 else None,
+        )
 
     def clause(self, verbs: list[Verb], *, main: bool, bare: bool = False) -> Clause:
         """A random clause; `bare` (for that-verbs) allows only subject, verb and time."""
@@ -489,11 +515,17 @@ class _Sampler:
         verb = rng.choice(verbs)
         time = rng.choice(self.times[past]) if rng.random() < 0.4 else None
         return Clause(
-            subject=self.phrase(), verb=verb, past=past, time=time,
+            subject=self.phrase(),
+            verb=verb,
+            past=past,
+            time=time,
             obj=self.phrase() if verb.en_3sg in TRANSITIVE and not bare else None,
-            prep=(rng.choice(list(PREPOSITIONS)), self.phrase()) if not bare and rng.random() < 0.25 else None,
+            prep=(rng.choice(list(PREPOSITIONS)), self.phrase())
+            if not bare and rng.random() < 0.25
+            else None,
             manner=rng.choice(self.manners) if not bare and rng.random() < 0.2 else None,
-            fronted=main and time is not None and rng.random() < 0.5)
+            fronted=main and time is not None and rng.random() < 0.5,
+        )
 
     def verbs(self) -> list[Verb]:
         return list((TRANSITIVE if self.rng.random() < 0.7 else INTRANSITIVE).values())
@@ -503,10 +535,14 @@ class _Sampler:
         if kind < 0.45:
             return Sentence(self.clause(self.verbs(), main=True))
         if kind < 0.7:
-            return Sentence(self.clause(self.verbs(), main=True), "because",
-                            self.clause(self.verbs(), main=False))
-        return Sentence(self.clause(list(THAT_VERBS.values()), main=True, bare=True), "that",
-                        self.clause(self.verbs(), main=False))
+            return Sentence(
+                self.clause(self.verbs(), main=True), "because", self.clause(self.verbs(), main=False)
+            )
+        return Sentence(
+            self.clause(list(THAT_VERBS.values()), main=True, bare=True),
+            "that",
+            self.clause(self.verbs(), main=False),
+        )
 
 
 def generate(n: int, seed: int) -> list[tuple[str, str]]:
@@ -524,11 +560,12 @@ def generate(n: int, seed: int) -> list[tuple[str, str]]:
 TRAIN_SIZE, VALID_SIZE, TEST_SIZE = 20_000, 500, 500
 
 
-def splits(seed: int, *, train: int = TRAIN_SIZE, valid: int = VALID_SIZE,
-           test: int = TEST_SIZE) -> tuple[list[tuple[str, str]], ...]:
+def splits(
+    seed: int, *, train: int = TRAIN_SIZE, valid: int = VALID_SIZE, test: int = TEST_SIZE
+) -> tuple[list[tuple[str, str]], ...]:
     """(train, valid, test) pair lists; no English sentence appears in two of them."""
     pairs = generate(train + valid + test, seed)
-    return pairs[:train], pairs[train:train + valid], pairs[train + valid:]
+    return pairs[:train], pairs[train : train + valid], pairs[train + valid :]
 
 
 def english_vocabulary() -> set[str]:

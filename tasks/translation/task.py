@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterator
 from functools import partial
-from typing import Iterator
 
 import sacrebleu
 from torch import nn
@@ -25,18 +25,26 @@ log = logging.getLogger(__name__)
 TOKENIZER_ARTIFACT = "spm.model"
 
 
-def translate_ids(model: nn.Module, sources: Ids | list[list[int]], decode: DecodeConfig, *,
-                  beam_size: int, max_tokens: int) -> list[list[int]]:
+def translate_ids(
+    model: nn.Module, sources: Ids | list[list[int]], decode: DecodeConfig, *, beam_size: int, max_tokens: int
+) -> list[list[int]]:
     """Best hypothesis ids of each source id sequence (without EOS, as the tokenizer gives
     them), in input order; greedy when beam_size == 1."""
     limits = dict(special=SPECIAL_IDS, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
     if beam_size == 1:
         search = partial(greedy_search, model, **limits)
     else:
-        search = partial(beam_search, model, beam_size=beam_size, alpha=decode.alpha,
-                         patience=decode.patience or None, **limits)
-    return decode_sorted(model, sources, lambda src, positions: search(src), special=SPECIAL_IDS,
-                         max_tokens=max_tokens)
+        search = partial(
+            beam_search,
+            model,
+            beam_size=beam_size,
+            alpha=decode.alpha,
+            patience=decode.patience or None,
+            **limits,
+        )
+    return decode_sorted(
+        model, sources, lambda src, positions: search(src), special=SPECIAL_IDS, max_tokens=max_tokens
+    )
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict[str, float | str]:
@@ -45,12 +53,23 @@ def score(hypotheses: list[str], references: list[str]) -> dict[str, float | str
     chrf = sacrebleu.metrics.CHRF()
     bleu_score = bleu.corpus_score(hypotheses, [references])
     chrf_score = chrf.corpus_score(hypotheses, [references])
-    return {"bleu": bleu_score.score, "chrf": chrf_score.score,
-            "bleu_signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature())}
+    return {
+        "bleu": bleu_score.score,
+        "chrf": chrf_score.score,
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+    }
 
 
-def split_translations(model: nn.Module, tokenizer: SentencePieceTokenizer, split: EncodedSplit,
-                       decode: DecodeConfig, *, beam_size: int, max_tokens: int) -> list[str]:
+def split_translations(
+    model: nn.Module,
+    tokenizer: SentencePieceTokenizer,
+    split: EncodedSplit,
+    decode: DecodeConfig,
+    *,
+    beam_size: int,
+    max_tokens: int,
+) -> list[str]:
     """Detokenised translations of every source sentence of an encoded split, in order."""
     hyps = translate_ids(model, split.pairs.src, decode, beam_size=beam_size, max_tokens=max_tokens)
     return tokenizer.decode_batch(hyps)
@@ -72,13 +91,24 @@ class TranslationTask:
         """Tokenizer and encoded splits; rank 0 trains the tokenizer, the others then load it."""
         if self.cfg.data.tokens_per_step:
             # The paper's batches are counted in tokens per step, whatever the number of ranks.
-            self.cfg.train.grad_accum = accumulation_for(self.cfg.data.tokens_per_step,
-                                                         self.cfg.data.max_tokens, run.world_size)
-            log.info("data.tokens_per_step=%d: train.grad_accum=%d on %d rank(s)",
-                     self.cfg.data.tokens_per_step, self.cfg.train.grad_accum, run.world_size)
+            self.cfg.train.grad_accum = accumulation_for(
+                self.cfg.data.tokens_per_step, self.cfg.data.max_tokens, run.world_size
+            )
+            log.info(
+                "data.tokens_per_step=%d: train.grad_accum=%d on %d rank(s)",
+                self.cfg.data.tokens_per_step,
+                self.cfg.train.grad_accum,
+                run.world_size,
+            )
         with run.main_process_first():
-            self.data = TranslationData(self.cfg.data, run.run_dir, seed=run.seed, rank=run.rank,
-                                        world_size=run.world_size, positions=self.cfg.model.max_len)
+            self.data = TranslationData(
+                self.cfg.data,
+                run.run_dir,
+                seed=run.seed,
+                rank=run.rank,
+                world_size=run.world_size,
+                positions=self.cfg.model.max_len,
+            )
 
     def build_model(self) -> nn.Module:
         return build_translation_model(self.cfg, self.data.tokenizer)
@@ -97,7 +127,9 @@ class TranslationTask:
         sums = model(batch.src, batch.tgt_in, batch.tgt_out, smoothing=self.cfg.label_smoothing)
         return {"loss": Term(sums.loss, {"nll": sums.nll})}
 
-    def evaluate(self, model: nn.Module, role: str = "valid", beam_size: int | None = None) -> dict[str, float]:
+    def evaluate(
+        self, model: nn.Module, role: str = "valid", beam_size: int | None = None
+    ) -> dict[str, float]:
         """Teacher-forced NLL/perplexity and sacreBLEU of decoded translations on a split.
 
         Call it under zoo.train.evaluation (the runner does): eval mode, no_grad, the run's autocast.
@@ -109,8 +141,18 @@ class TranslationTask:
             nll, tokens = nll + sums.nll.item(), tokens + int(sums.units)
         split = self.data.split(role)
         beam = self.cfg.decode.eval_beam_size if beam_size is None else beam_size
-        hyps = split_translations(model, self.data.tokenizer, split, self.cfg.decode, beam_size=beam,
-                                  max_tokens=self.cfg.decode.max_tokens or self.cfg.data.max_tokens)
+        hyps = split_translations(
+            model,
+            self.data.tokenizer,
+            split,
+            self.cfg.decode,
+            beam_size=beam,
+            max_tokens=self.cfg.decode.max_tokens or self.cfg.data.max_tokens,
+        )
         scores = score(hyps, split.references)
-        return {"nll": nll / tokens, "ppl": math.exp(min(nll / tokens, 50.0)),
-                "bleu": scores["bleu"], "chrf": scores["chrf"]}
+        return {
+            "nll": nll / tokens,
+            "ppl": math.exp(min(nll / tokens, 50.0)),
+            "bleu": scores["bleu"],
+            "chrf": scores["chrf"],
+        }

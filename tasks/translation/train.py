@@ -41,9 +41,11 @@ def main(argv: list[str] | None = None) -> None:
     with evaluation(result.model, cfg.train.precision) as model:
         test = task.evaluate(model, "test", beam_size=cfg.decode.beam_size)
     (result.run_dir / "test.json").write_text(json.dumps({"step": result.step, **test}, indent=2) + "\n")
-    print(f"\ntest ({cfg.data.source}, {len(task.data.test)} sentences, beam {cfg.decode.beam_size}, "
-          f"alpha {cfg.decode.alpha}): sacreBLEU {test['bleu']:.2f}, chrF {test['chrf']:.2f}, "
-          f"perplexity {test['ppl']:.2f}")
+    print(
+        f"\ntest ({cfg.data.source}, {len(task.data.test)} sentences, beam {cfg.decode.beam_size}, "
+        f"alpha {cfg.decode.alpha}): sacreBLEU {test['bleu']:.2f}, chrF {test['chrf']:.2f}, "
+        f"perplexity {test['ppl']:.2f}"
+    )
     print(NEXT_STEPS.format(run=result.run_dir))
 
 

@@ -26,11 +26,23 @@ class ModelConfig:
     pool: str = field(default="avg", metadata={"help": "token (class token) | avg (mean of patch tokens)"})
     class_token: bool = field(default=True, metadata={"help": "prepend a class token (needed by pool=token)"})
     bias: bool = field(default=True, metadata={"help": "biases in the encoder's linear layers"})
-    dropout: float = field(default=0.0, metadata={"help": "dropout on embeddings, residual branches and before the head"})
+    dropout: float = field(
+        default=0.0, metadata={"help": "dropout on embeddings, residual branches and before the head"}
+    )
     attn_dropout: float = field(default=0.0, metadata={"help": "dropout on attention weights"})
-    drop_path_rate: float = field(default=0.0, metadata={"help": "stochastic depth: rate of the last layer (rises linearly from 0)"})
-    pretrained: str = field(default="", metadata={"help": "'' | a timm model name (downloads) | a timm checkpoint file (.safetensors/.pth)"})
-    new_head: bool = field(default=False, metadata={"help": "fine-tuning: keep a fresh head instead of the pretrained one (needed when num_classes differs)"})
+    drop_path_rate: float = field(
+        default=0.0, metadata={"help": "stochastic depth: rate of the last layer (rises linearly from 0)"}
+    )
+    pretrained: str = field(
+        default="",
+        metadata={"help": "'' | a timm model name (downloads) | a timm checkpoint file (.safetensors/.pth)"},
+    )
+    new_head: bool = field(
+        default=False,
+        metadata={
+            "help": "fine-tuning: keep a fresh head instead of the pretrained one (needed when num_classes differs)"
+        },
+    )
 
     def check(self) -> None:
         check_model_values(self)
@@ -44,32 +56,57 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    dataset: str = field(default="digits", metadata={"help": "digits | cifar10 | cifar100 | mnist | fashion_mnist | imagefolder"})
-    data_dir: str = field(default="", metadata={"help": "data directory ('' = $ZOO_DATA_DIR); cifar10 reads <dir>/cifar10/{train,test} (ImageFolder)"})
+    dataset: str = field(
+        default="digits",
+        metadata={"help": "digits | cifar10 | cifar100 | mnist | fashion_mnist | imagefolder"},
+    )
+    data_dir: str = field(
+        default="",
+        metadata={
+            "help": "data directory ('' = $ZOO_DATA_DIR); cifar10 reads <dir>/cifar10/{train,test} (ImageFolder)"
+        },
+    )
     path: str = field(default="", metadata={"help": "imagefolder: root holding train/ and val/ (or test/)"})
-    download: bool = field(default=True, metadata={"help": "let torchvision download CIFAR/MNIST when absent"})
+    download: bool = field(
+        default=True, metadata={"help": "let torchvision download CIFAR/MNIST when absent"}
+    )
     batch_size: int = field(default=64, metadata={"help": "training images per micro-batch"})
     eval_batch_size: int = field(default=256, metadata={"help": "images per evaluation batch"})
-    eval_limit: int = field(default=0, metadata={"help": "evaluate on this many test images, evenly spaced (0 = all; for quick checks)"})
+    eval_limit: int = field(
+        default=0,
+        metadata={"help": "evaluate on this many test images, evenly spaced (0 = all; for quick checks)"},
+    )
     num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes"})
-    mean: list[float] = field(default_factory=list, metadata={"help": "per-channel normalisation mean ([] = the dataset's); stored in the model"})
-    std: list[float] = field(default_factory=list, metadata={"help": "per-channel normalisation std ([] = the dataset's); stored in the model"})
-    crop_scale: list[float] = field(default_factory=lambda: [0.85, 1.0], metadata={"help": "random resized crop area range ([] = no crop)"})
+    mean: list[float] = field(
+        default_factory=list,
+        metadata={"help": "per-channel normalisation mean ([] = the dataset's); stored in the model"},
+    )
+    std: list[float] = field(
+        default_factory=list,
+        metadata={"help": "per-channel normalisation std ([] = the dataset's); stored in the model"},
+    )
+    crop_scale: list[float] = field(
+        default_factory=lambda: [0.85, 1.0],
+        metadata={"help": "random resized crop area range ([] = no crop)"},
+    )
     hflip: float = field(default=0.0, metadata={"help": "probability of a horizontal flip (0 for digits)"})
     randaugment_ops: int = field(default=0, metadata={"help": "RandAugment operations per image (0 = off)"})
     randaugment_magnitude: int = field(default=9, metadata={"help": "RandAugment magnitude (0-30)"})
     random_erasing: float = field(default=0.0, metadata={"help": "probability of random erasing"})
     mixup_alpha: float = field(default=0.0, metadata={"help": "Mixup Beta(alpha, alpha) (0 = off)"})
     cutmix_alpha: float = field(default=0.0, metadata={"help": "CutMix Beta(alpha, alpha) (0 = off)"})
-    mix_prob: float = field(default=1.0, metadata={"help": "probability that a batch is mixed (when mixup or cutmix is on)"})
+    mix_prob: float = field(
+        default=1.0, metadata={"help": "probability that a batch is mixed (when mixup or cutmix is on)"}
+    )
     label_smoothing: float = field(default=0.1, metadata={"help": "label smoothing of the training targets"})
 
 
 def _digits_train() -> TrainConfig:
     # One thread: the matrices of this model are too small to gain from more, and extra
     # OpenMP threads slow it down badly when other processes share the cores.
-    return TrainConfig(out_dir="runs/vit_digits", max_steps=1500, log_every=50, eval_every=500,
-                       best_metric="top1", threads=1)
+    return TrainConfig(
+        out_dir="runs/vit_digits", max_steps=1500, log_every=50, eval_every=500, best_metric="top1", threads=1
+    )
 
 
 def _digits_optim() -> OptimConfig:

@@ -61,8 +61,10 @@ def _fit_positions(table: Tensor, model: ViT, source: str) -> Tensor:
     if prefix and math.isqrt(rows) ** 2 == rows:
         table = torch.cat([table.new_zeros(1, prefix, table.shape[2]), table], dim=1)
     elif math.isqrt(rows - prefix) ** 2 != rows - prefix:
-        raise UserError(f"{source}: position table of {rows} rows is not {prefix} class-token "
-                        f"row(s) plus a square patch grid (check model.class_token)")
+        raise UserError(
+            f"{source}: position table of {rows} rows is not {prefix} class-token "
+            f"row(s) plus a square patch grid (check model.class_token)"
+        )
     return resample_positions(table, prefix, (model.grid, model.grid))
 
 
@@ -71,8 +73,9 @@ def _depth(keys: list[str], pattern: str) -> int:
     return max(found, default=-1) + 1
 
 
-def load_timm_state(model: ViT, state: dict[str, Tensor], *, new_head: bool = False,
-                    source: str = "timm checkpoint") -> list[str]:
+def load_timm_state(
+    model: ViT, state: dict[str, Tensor], *, new_head: bool = False, source: str = "timm checkpoint"
+) -> list[str]:
     """Load a timm state dict into `model` strictly; returns the keys left at their initial
     values (the head with `new_head`).
 
@@ -91,8 +94,9 @@ def load_timm_state(model: ViT, state: dict[str, Tensor], *, new_head: bool = Fa
     theirs = _depth(list(converted), r"encoder\.layers\.(\d+)\.")
     ours = len(model.encoder.layers)
     hint = _HINT if theirs == ours else f"the checkpoint has {theirs} blocks, the model {ours}"
-    fresh = load_strict(model, converted, source=source, allow_missing=_ZOO_ONLY + head,
-                        allow_unused=head, hint=hint)
+    fresh = load_strict(
+        model, converted, source=source, allow_missing=_ZOO_ONLY + head, allow_unused=head, hint=hint
+    )
     return [k for k in fresh if k not in _ZOO_ONLY]
 
 
@@ -103,8 +107,7 @@ def check_timm_model(timm_model: nn.Module) -> None:
 
     kinds = {type(block).__name__ for block in timm_model.blocks if type(block) is not Block}
     if kinds:
-        raise UserError(f"timm model with {sorted(kinds)} blocks: the zoo ViT has only timm's "
-                        f"pre-norm Block")
+        raise UserError(f"timm model with {sorted(kinds)} blocks: the zoo ViT has only timm's pre-norm Block")
 
 
 def vit_from_timm(timm_model: nn.Module) -> ViT:
@@ -112,15 +115,21 @@ def vit_from_timm(timm_model: nn.Module) -> ViT:
     check_timm_model(timm_model)
     block = timm_model.blocks[0]
     cfg = getattr(timm_model, "pretrained_cfg", {}) or {}
-    model = ViT(image_size=timm_model.patch_embed.img_size[0],
-                patch_size=timm_model.patch_embed.patch_size[0],
-                in_chans=timm_model.patch_embed.proj.in_channels,
-                num_classes=timm_model.head.out_features, dim=timm_model.embed_dim,
-                encoder_layers=len(timm_model.blocks), num_heads=block.attn.num_heads,
-                ffn_dim=block.mlp.fc1.out_features, pool=timm_model.global_pool,
-                class_token=timm_model.cls_token is not None,
-                bias=block.attn.qkv.bias is not None,
-                mean=tuple(cfg.get("mean", (0.5,))), std=tuple(cfg.get("std", (0.5,))))
+    model = ViT(
+        image_size=timm_model.patch_embed.img_size[0],
+        patch_size=timm_model.patch_embed.patch_size[0],
+        in_chans=timm_model.patch_embed.proj.in_channels,
+        num_classes=timm_model.head.out_features,
+        dim=timm_model.embed_dim,
+        encoder_layers=len(timm_model.blocks),
+        num_heads=block.attn.num_heads,
+        ffn_dim=block.mlp.fc1.out_features,
+        pool=timm_model.global_pool,
+        class_token=timm_model.cls_token is not None,
+        bias=block.attn.qkv.bias is not None,
+        mean=tuple(cfg.get("mean", (0.5,))),
+        std=tuple(cfg.get("std", (0.5,))),
+    )
     load_timm_state(model, timm_model.state_dict(), source=type(timm_model).__name__)
     return model
 
@@ -132,6 +141,7 @@ def read_checkpoint_file(path: Path) -> dict[str, Tensor]:
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
+
             state = load_file(str(path))
         else:
             state = torch.load(path, map_location="cpu", weights_only=True)
@@ -150,14 +160,16 @@ def load_pretrained(model: ViT, source: str, *, new_head: bool = False) -> list[
     """
     path = Path(source).expanduser()
     if path.suffix in (".safetensors", ".pth", ".pt", ".bin") or path.exists():
-        return load_timm_state(model, read_checkpoint_file(path), new_head=new_head,
-                               source=str(path))
+        return load_timm_state(model, read_checkpoint_file(path), new_head=new_head, source=str(path))
     import timm
+
     try:
         timm_model = timm.create_model(source, pretrained=True)
     except Exception as err:  # offline, unknown name, hub errors: one message
-        raise UserError(f"cannot get timm weights {source!r} ({type(err).__name__}: {err}); "
-                        f"offline, pass a local checkpoint file instead") from None
+        raise UserError(
+            f"cannot get timm weights {source!r} ({type(err).__name__}: {err}); "
+            f"offline, pass a local checkpoint file instead"
+        ) from None
     check_timm_model(timm_model)
     fresh = load_timm_state(model, timm_model.state_dict(), new_head=new_head, source=source)
     cfg = timm_model.pretrained_cfg

@@ -11,9 +11,10 @@ mnist / fashion_mnist: torchvision's loaders. imagefolder: `<path>/train` and `<
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 from PIL import Image
@@ -88,13 +89,21 @@ def _digits(cfg: DataConfig, channels: int) -> ImageData:
     # Intensities are 0..16; scale to the 0..255 range of ordinary 8-bit images.
     images = torch.from_numpy(digits.images * (255 / 16)).round().to(torch.uint8)[:, None]
     labels = torch.from_numpy(digits.target)
-    train_idx, test_idx = train_test_split(range(len(labels)), test_size=0.2, random_state=0,
-                                           stratify=digits.target)
+    train_idx, test_idx = train_test_split(
+        range(len(labels)), test_size=0.2, random_state=0, stratify=digits.target
+    )
     train = TensorImages(images[train_idx], labels[train_idx])
     mean = train.images.float().mean().item() / 255
     std = train.images.float().std().item() / 255
-    return ImageData(train, TensorImages(images[test_idx], labels[test_idx]),
-                     [str(d) for d in range(10)], 1, 8, (mean,), (std,))
+    return ImageData(
+        train,
+        TensorImages(images[test_idx], labels[test_idx]),
+        [str(d) for d in range(10)],
+        1,
+        8,
+        (mean,),
+        (std,),
+    )
 
 
 def _image_folder(root: Path, split_names: tuple[str, ...], channels: int) -> datasets.ImageFolder:
@@ -113,19 +122,28 @@ def _same_classes(train: datasets.ImageFolder, test: datasets.ImageFolder) -> No
     missing from (or extra in) the evaluation folder would shift every label after it."""
     if test.classes == train.classes:
         return
-    missing, extra = sorted(set(train.classes) - set(test.classes)), sorted(set(test.classes) - set(train.classes))
-    parts = [f"{label} {', '.join(names)}" for label, names in
-             (("lacks", missing), ("has classes not in training:", extra)) if names]
+    missing, extra = (
+        sorted(set(train.classes) - set(test.classes)),
+        sorted(set(test.classes) - set(train.classes)),
+    )
+    parts = [
+        f"{label} {', '.join(names)}"
+        for label, names in (("lacks", missing), ("has classes not in training:", extra))
+        if names
+    ]
     raise UserError(f"{test.root}: {' and '.join(parts)} (its class folders must be those of {train.root})")
 
 
-def _download(factory: Callable[..., Dataset], name: str, root: Path, cfg: DataConfig,
-              **kwargs: Any) -> Dataset:
+def _download(
+    factory: Callable[..., Dataset], name: str, root: Path, cfg: DataConfig, **kwargs: Any
+) -> Dataset:
     try:
         return factory(str(root), download=cfg.download, **kwargs)
     except (OSError, RuntimeError) as err:  # offline (URLError is an OSError) or not found
-        raise UserError(f"{name} not found under {root} and could not be downloaded ({err}); "
-                        f"set data.data_dir to a folder holding it") from None
+        raise UserError(
+            f"{name} not found under {root} and could not be downloaded ({err}); "
+            f"set data.data_dir to a folder holding it"
+        ) from None
 
 
 _STATS = {
@@ -135,8 +153,12 @@ _STATS = {
     "fashion_mnist": ((0.2860,), (0.3530,)),
     "imagefolder": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),  # ImageNet's
 }
-_TORCHVISION = {"cifar10": (datasets.CIFAR10, 3, 32), "cifar100": (datasets.CIFAR100, 3, 32),
-                "mnist": (datasets.MNIST, 1, 28), "fashion_mnist": (datasets.FashionMNIST, 1, 28)}
+_TORCHVISION = {
+    "cifar10": (datasets.CIFAR10, 3, 32),
+    "cifar100": (datasets.CIFAR100, 3, 32),
+    "mnist": (datasets.MNIST, 1, 28),
+    "fashion_mnist": (datasets.FashionMNIST, 1, 28),
+}
 
 
 def _torchvision(cfg: DataConfig, channels: int) -> ImageData:
@@ -167,8 +189,12 @@ def _imagefolder(cfg: DataConfig, channels: int) -> ImageData:
 
 
 DATASETS: dict[str, Callable[[DataConfig, int], ImageData]] = {
-    "digits": _digits, "cifar10": _torchvision, "cifar100": _torchvision, "mnist": _torchvision,
-    "fashion_mnist": _torchvision, "imagefolder": _imagefolder,
+    "digits": _digits,
+    "cifar10": _torchvision,
+    "cifar100": _torchvision,
+    "mnist": _torchvision,
+    "fashion_mnist": _torchvision,
+    "imagefolder": _imagefolder,
 }
 
 
@@ -178,11 +204,15 @@ def build_datasets(cfg: DataConfig, *, channels: int, num_classes: int) -> Image
         raise UserError(f"key 'data.dataset': unknown {cfg.dataset!r}; choose from {sorted(DATASETS)}")
     data = DATASETS[cfg.dataset](cfg, channels)
     if data.channels != channels:
-        raise UserError(f"key 'model.in_chans': {cfg.dataset} has {data.channels} channel(s), "
-                        f"the model expects {channels}")
+        raise UserError(
+            f"key 'model.in_chans': {cfg.dataset} has {data.channels} channel(s), "
+            f"the model expects {channels}"
+        )
     if len(data.classes) != num_classes:
-        raise UserError(f"key 'model.num_classes': {cfg.dataset} has {len(data.classes)} classes, "
-                        f"the model has {num_classes}")
+        raise UserError(
+            f"key 'model.num_classes': {cfg.dataset} has {len(data.classes)} classes, "
+            f"the model has {num_classes}"
+        )
     if cfg.mean or cfg.std:
         data.mean, data.std = tuple(cfg.mean), tuple(cfg.std)
     return data

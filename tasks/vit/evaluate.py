@@ -26,11 +26,17 @@ from zoo.train.options import CheckpointOptions
 
 @dataclass
 class EvaluateConfig(CheckpointOptions):
-    out: str = field(default="", metadata={"help": "folder for metrics.json and the PNGs ('' = RUN_DIR/figures)"})
+    out: str = field(
+        default="", metadata={"help": "folder for metrics.json and the PNGs ('' = RUN_DIR/figures)"}
+    )
     images: int = field(default=8, metadata={"help": "test images in the rollout figure"})
     data_dir: str = field(default="", metadata={"help": "data directory ('' = as trained)"})
-    path: str = field(default="", metadata={"help": "imagefolder: the root holding train/ and val/ ('' = as trained)"})
-    eval_limit: int = field(default=-1, metadata={"help": "evaluate on this many test images (0 = all, -1 = as trained)"})
+    path: str = field(
+        default="", metadata={"help": "imagefolder: the root holding train/ and val/ ('' = as trained)"}
+    )
+    eval_limit: int = field(
+        default=-1, metadata={"help": "evaluate on this many test images (0 = all, -1 = as trained)"}
+    )
     eval_batch_size: int = field(default=0, metadata={"help": "images per batch (0 = as trained)"})
 
     def check(self) -> None:
@@ -41,16 +47,20 @@ class EvaluateConfig(CheckpointOptions):
 
 def recipe_overrides(args: EvaluateConfig) -> list[str]:
     """The data options the user set, as dotted overrides of the saved recipe."""
-    chosen = {"data_dir": args.data_dir or None, "path": args.path or None,
-              "eval_limit": args.eval_limit if args.eval_limit >= 0 else None,
-              "eval_batch_size": args.eval_batch_size or None}
+    chosen = {
+        "data_dir": args.data_dir or None,
+        "path": args.path or None,
+        "eval_limit": args.eval_limit if args.eval_limit >= 0 else None,
+        "eval_batch_size": args.eval_batch_size or None,
+    }
     return [f"data.{key}={value}" for key, value in chosen.items() if value is not None]
 
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    args = parse_cli(EvaluateConfig, argv, default_config=None, positional=("run",),
-                     description=__doc__.split("\n\n")[1])
+    args = parse_cli(
+        EvaluateConfig, argv, default_config=None, positional=("run",), description=__doc__.split("\n\n")[1]
+    )
     if not args.run:
         raise UserError("name a run directory or checkpoint file (python -m tasks.vit.evaluate RUN)")
     trained = load_trained(args.run, ViTConfig, which=args.checkpoint, overrides=recipe_overrides(args))
@@ -60,9 +70,17 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out) if args.out else trained.run_dir / "figures"
     out.mkdir(parents=True, exist_ok=True)
     task = ViTTask(cfg)
-    task.setup(RunContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"),
-                          run_dir=trained.run_dir, seed=cfg.train.seed,
-                          precision=cfg.train.precision))
+    task.setup(
+        RunContext(
+            rank=0,
+            world_size=1,
+            local_rank=0,
+            device=torch.device("cpu"),
+            run_dir=trained.run_dir,
+            seed=cfg.train.seed,
+            precision=cfg.train.precision,
+        )
+    )
 
     with evaluation(model, cfg.train.precision):
         logits, labels = predict(model, task.test_loader())
@@ -71,8 +89,12 @@ def main(argv: list[str] | None = None) -> None:
     (out / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
     classes = task.data.classes
     matrix = confusion_matrix(labels, logits.argmax(dim=-1), len(classes))
-    plot_confusion_matrix(matrix, classes, out / "confusion_matrix.png",
-                          title=f"{cfg.data.dataset} test: top-1 {metrics['top1']:.2f}%")
+    plot_confusion_matrix(
+        matrix,
+        classes,
+        out / "confusion_matrix.png",
+        title=f"{cfg.data.dataset} test: top-1 {metrics['top1']:.2f}%",
+    )
 
     count = min(args.images, len(task.test_set))
     picks = torch.linspace(0, len(task.test_set) - 1, count).long().tolist()  # spread over classes
@@ -80,13 +102,19 @@ def main(argv: list[str] | None = None) -> None:
     maps = attention_rollout(model, images)
     titles = [f"{classes[labels[i]]} -> {classes[logits[i].argmax()]}" for i in picks]
     looker = "the class token looks" if model.pool == "token" else "the pooled tokens look"
-    plot_rollout(images, maps, titles, out / "attention_rollout.png",
-                 title=f"attention rollout: where {looker} (true -> predicted)")
+    plot_rollout(
+        images,
+        maps,
+        titles,
+        out / "attention_rollout.png",
+        title=f"attention rollout: where {looker} (true -> predicted)",
+    )
     weights = "EMA weights" if trained.ema else "weights"
-    print(f"test top-1 {metrics['top1']:.2f}%  top-5 {metrics['top5']:.2f}%  loss "
-          f"{metrics['loss']:.4f}  ({len(labels)} images, {weights} of {trained.path})")
-    print(f"wrote {out / 'metrics.json'}, {out / 'confusion_matrix.png'}, "
-          f"{out / 'attention_rollout.png'}")
+    print(
+        f"test top-1 {metrics['top1']:.2f}%  top-5 {metrics['top5']:.2f}%  loss "
+        f"{metrics['loss']:.4f}  ({len(labels)} images, {weights} of {trained.path})"
+    )
+    print(f"wrote {out / 'metrics.json'}, {out / 'confusion_matrix.png'}, {out / 'attention_rollout.png'}")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from zoo.blocks import attention_maps  # noqa: E402
 def confusion_matrix(labels: Tensor, predictions: Tensor, num_classes: int) -> Tensor:
     """(K, K) counts: row = true class, column = predicted class."""
     flat = labels.long() * num_classes + predictions.long()
-    return torch.bincount(flat, minlength=num_classes ** 2).reshape(num_classes, num_classes)
+    return torch.bincount(flat, minlength=num_classes**2).reshape(num_classes, num_classes)
 
 
 @torch.no_grad()
@@ -69,21 +69,26 @@ def plot_confusion_matrix(matrix: Tensor, classes: list[str], path: Path, *, tit
         for i in range(k):
             for j in range(k):
                 value = matrix[i, j].item()
-                ax.text(j, i, str(value), ha="center", va="center", fontsize=7,
-                        color="white" if value > peak / 2 else "black")
+                ax.text(
+                    j,
+                    i,
+                    str(value),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if value > peak / 2 else "black",
+                )
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def plot_rollout(images: Tensor, maps: Tensor, titles: list[str], path: Path, *,
-                 title: str) -> None:
+def plot_rollout(images: Tensor, maps: Tensor, titles: list[str], path: Path, *, title: str) -> None:
     """Each image (top row) and its rollout map upsampled over it (bottom row)."""
     b = images.shape[0]
     fig, axes = plt.subplots(2, b, figsize=(1.8 * b, 3.8), squeeze=False)
-    heat = F.interpolate(maps[:, None], size=images.shape[-2:], mode="bilinear",
-                         align_corners=False)[:, 0]
+    heat = F.interpolate(maps[:, None], size=images.shape[-2:], mode="bilinear", align_corners=False)[:, 0]
     for i in range(b):
         picture = images[i].permute(1, 2, 0).clamp(0, 1).numpy()
         cmap = "gray" if picture.shape[-1] == 1 else None

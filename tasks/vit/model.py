@@ -40,11 +40,26 @@ class ViT(nn.Module):
         mean, std: per-channel normalisation applied to the input.
     """
 
-    def __init__(self, *, image_size: int, patch_size: int, in_chans: int, num_classes: int,
-                 dim: int, encoder_layers: int, num_heads: int, ffn_dim: int, pool: str = "token",
-                 class_token: bool = True, bias: bool = True, dropout: float = 0.0,
-                 attn_dropout: float = 0.0, drop_path_rate: float = 0.0,
-                 mean: tuple[float, ...] = (0.5,), std: tuple[float, ...] = (0.5,)) -> None:
+    def __init__(
+        self,
+        *,
+        image_size: int,
+        patch_size: int,
+        in_chans: int,
+        num_classes: int,
+        dim: int,
+        encoder_layers: int,
+        num_heads: int,
+        ffn_dim: int,
+        pool: str = "token",
+        class_token: bool = True,
+        bias: bool = True,
+        dropout: float = 0.0,
+        attn_dropout: float = 0.0,
+        drop_path_rate: float = 0.0,
+        mean: tuple[float, ...] = (0.5,),
+        std: tuple[float, ...] = (0.5,),
+    ) -> None:
         super().__init__()
         if pool not in POOLS:
             raise ValueError(f"unknown pool {pool!r}; choose from {POOLS}")
@@ -59,13 +74,23 @@ class ViT(nn.Module):
         self.register_buffer("pixel_std", _channel_stat(std, in_chans))
         self.patch_embed = nn.Conv2d(in_chans, dim, kernel_size=patch_size, stride=patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if class_token else None
-        self.pos_embed = nn.Parameter(torch.zeros(1, self.num_prefix + self.grid ** 2, dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, self.num_prefix + self.grid**2, dim))
         self.pos_dropout = Dropout(dropout)
-        spec = LayerSpec(dim, num_heads, ffn_dim, dropout=dropout, attn_dropout=attn_dropout,
-                         activation="gelu", norm_eps=1e-6, pre_norm=True, bias=bias)
+        spec = LayerSpec(
+            dim,
+            num_heads,
+            ffn_dim,
+            dropout=dropout,
+            attn_dropout=attn_dropout,
+            activation="gelu",
+            norm_eps=1e-6,
+            pre_norm=True,
+            bias=bias,
+        )
         # With average pooling the final norm moves after the pooling (timm's fc_norm).
-        self.encoder = Encoder.uniform(encoder_layers, spec, drop_path_rate=drop_path_rate,
-                                       final_norm=pool == "token")
+        self.encoder = Encoder.uniform(
+            encoder_layers, spec, drop_path_rate=drop_path_rate, final_norm=pool == "token"
+        )
         self.head_norm = build_norm(spec.norm, dim, eps=spec.norm_eps) if pool == "avg" else None
         self.head_dropout = Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
@@ -107,7 +132,7 @@ class ViT(nn.Module):
             # be discarded (timm computes them; the logits are the same).
             return self.encoder(self.tokens(images), outputs=slice(0, 1))[:, 0]
         x = self.encoder(self.tokens(images))
-        return self.head_norm(x[:, self.num_prefix:].mean(dim=1))
+        return self.head_norm(x[:, self.num_prefix :].mean(dim=1))
 
     def forward(self, images: Tensor) -> Tensor:
         return self.head(self.head_dropout(self.features(images)))
@@ -131,13 +156,25 @@ def _channel_stat(values: tuple[float, ...], channels: int) -> Tensor:
 
 def build_model(cfg: ModelConfig, *, mean: tuple[float, ...], std: tuple[float, ...]) -> ViT:
     """The ViT a config describes; `mean`/`std` come from the data (they live in the model)."""
-    return ViT(image_size=cfg.image_size, patch_size=cfg.patch_size, in_chans=cfg.in_chans,
-               num_classes=cfg.num_classes, dim=cfg.dim, encoder_layers=cfg.encoder_layers,
-               num_heads=cfg.num_heads, ffn_dim=cfg.ffn_dim, pool=cfg.pool,
-               class_token=cfg.class_token, bias=cfg.bias, dropout=cfg.dropout,
-               attn_dropout=cfg.attn_dropout, drop_path_rate=cfg.drop_path_rate, mean=mean, std=std)
+    return ViT(
+        image_size=cfg.image_size,
+        patch_size=cfg.patch_size,
+        in_chans=cfg.in_chans,
+        num_classes=cfg.num_classes,
+        dim=cfg.dim,
+        encoder_layers=cfg.encoder_layers,
+        num_heads=cfg.num_heads,
+        ffn_dim=cfg.ffn_dim,
+        pool=cfg.pool,
+        class_token=cfg.class_token,
+        bias=cfg.bias,
+        dropout=cfg.dropout,
+        attn_dropout=cfg.attn_dropout,
+        drop_path_rate=cfg.drop_path_rate,
+        mean=mean,
+        std=std,
+    )
 
 
 def num_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
-

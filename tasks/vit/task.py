@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -13,8 +13,7 @@ from tasks.vit.config import ViTConfig
 from tasks.vit.convert import load_pretrained
 from tasks.vit.data import ImageData, build_datasets, iterate
 from tasks.vit.model import ViT, build_model
-from tasks.vit.transforms import (BatchMixer, SeededTransform, eval_transform, example_seed,
-                                  train_transform)
+from tasks.vit.transforms import BatchMixer, SeededTransform, eval_transform, example_seed, train_transform
 from zoo.config import UserError
 from zoo.data.batching import shard
 from zoo.train import RunContext, Term
@@ -47,9 +46,11 @@ def predict(model: nn.Module, loader: DataLoader) -> tuple[Tensor, Tensor]:
 def classification_metrics(logits: Tensor, labels: Tensor) -> dict[str, float]:
     """top1 and top5 accuracy in percent and the mean cross-entropy."""
     n = len(labels)
-    return {"top1": 100.0 * topk_correct(logits, labels, 1).item() / n,
-            "top5": 100.0 * topk_correct(logits, labels, 5).item() / n,
-            "loss": F.cross_entropy(logits, labels).item()}
+    return {
+        "top1": 100.0 * topk_correct(logits, labels, 1).item() / n,
+        "top5": 100.0 * topk_correct(logits, labels, 5).item() / n,
+        "loss": F.cross_entropy(logits, labels).item(),
+    }
 
 
 class ViTTask:
@@ -75,16 +76,17 @@ class ViTTask:
             with run.main_process_first():
                 self.data = build_datasets(dc, channels=mc.in_chans, num_classes=mc.num_classes)
         if dc.batch_size > len(self.data.train):
-            raise UserError(f"key 'data.batch_size': {dc.batch_size} exceeds the "
-                            f"{len(self.data.train)} training images")
+            raise UserError(
+                f"key 'data.batch_size': {dc.batch_size} exceeds the {len(self.data.train)} training images"
+            )
         test = self.data.test
         if 0 < dc.eval_limit < len(test):  # evenly spaced: class-sorted folders stay balanced
             test = Subset(test, torch.linspace(0, len(test) - 1, dc.eval_limit).long().tolist())
         self.train_set = SeededTransform(self.data.train, train_transform(dc, mc.image_size), seed)
-        self.test_set = SeededTransform(test, eval_transform(mc.image_size, self.data.image_size),
-                                        seed)
-        self.mixer = BatchMixer(mc.num_classes, mixup_alpha=dc.mixup_alpha,
-                                cutmix_alpha=dc.cutmix_alpha, prob=dc.mix_prob)
+        self.test_set = SeededTransform(test, eval_transform(mc.image_size, self.data.image_size), seed)
+        self.mixer = BatchMixer(
+            mc.num_classes, mixup_alpha=dc.mixup_alpha, cutmix_alpha=dc.cutmix_alpha, prob=dc.mix_prob
+        )
 
     def build_model(self) -> ViT:
         model = build_model(self.cfg.model, mean=self.data.mean, std=self.data.std)
@@ -99,12 +101,16 @@ class ViTTask:
         """This rank's shuffled full batches of augmented images with soft targets (B, K)."""
         rank, world_size = self.run.rank, self.run.world_size
         seed, size = self.cfg.train.seed, self.cfg.data.batch_size
-        order = torch.randperm(len(self.train_set),
-                               generator=torch.Generator().manual_seed(example_seed(seed, epoch)))
+        order = torch.randperm(
+            len(self.train_set), generator=torch.Generator().manual_seed(example_seed(seed, epoch))
+        )
         batches = order[: len(order) // size * size].view(-1, size).tolist()
         self.train_set.set_epoch(epoch)
-        loader = DataLoader(self.train_set, batch_sampler=shard(batches, rank, world_size)[start:],
-                            num_workers=self.cfg.data.num_workers)
+        loader = DataLoader(
+            self.train_set,
+            batch_sampler=shard(batches, rank, world_size)[start:],
+            num_workers=self.cfg.data.num_workers,
+        )
         for index, (images, labels) in enumerate(iterate(loader), start=start):
             yield self.mixer(images, labels, example_seed(seed, epoch, index, rank))
 
@@ -120,8 +126,9 @@ class ViTTask:
         return {"loss": Term(loss, {"top1": 100.0 * correct})}
 
     def test_loader(self) -> DataLoader:
-        return DataLoader(self.test_set, batch_size=self.cfg.data.eval_batch_size,
-                          num_workers=self.cfg.data.num_workers)
+        return DataLoader(
+            self.test_set, batch_size=self.cfg.data.eval_batch_size, num_workers=self.cfg.data.num_workers
+        )
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         return classification_metrics(*predict(model, self.test_loader()))

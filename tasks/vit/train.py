@@ -18,21 +18,28 @@ from zoo.config import parse_cli
 from zoo.train import fit
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[2] / "configs" / "vit" / "digits.yaml"
-CIFAR10_COMMAND = ("python -m tasks.vit.train --config configs/vit/cifar10.yaml "
-                   "--data.data_dir=PATH  (PATH holds cifar10/{train,test}; "
-                   "without it torchvision downloads CIFAR-10)")
+CIFAR10_COMMAND = (
+    "python -m tasks.vit.train --config configs/vit/cifar10.yaml "
+    "--data.data_dir=PATH  (PATH holds cifar10/{train,test}; "
+    "without it torchvision downloads CIFAR-10)"
+)
 
 
 @main_guard
 def main(argv: list[str] | None = None) -> None:
-    cfg = parse_cli(ViTConfig, argv,
-                    default_config=DEFAULT_RECIPE if DEFAULT_RECIPE.is_file() else None,
-                    description="Train a Vision Transformer image classifier.")
+    cfg = parse_cli(
+        ViTConfig,
+        argv,
+        default_config=DEFAULT_RECIPE if DEFAULT_RECIPE.is_file() else None,
+        description="Train a Vision Transformer image classifier.",
+    )
     result = fit(cfg, ViTTask(cfg))
     m = result.metrics
-    print(f"test top-1 {m['top1']:.2f}%  top-5 {m['top5']:.2f}%  ({cfg.data.dataset}, "
-          f"{num_parameters(result.model):,} parameters, {result.step} steps; "
-          f"run directory {result.run_dir})")
+    print(
+        f"test top-1 {m['top1']:.2f}%  top-5 {m['top5']:.2f}%  ({cfg.data.dataset}, "
+        f"{num_parameters(result.model):,} parameters, {result.step} steps; "
+        f"run directory {result.run_dir})"
+    )
     print(f"figures: python -m tasks.vit.evaluate {result.run_dir}")
     print(f"CIFAR-10 recipe: {CIFAR10_COMMAND}")
 

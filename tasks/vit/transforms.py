@@ -8,8 +8,9 @@ or the training RNG: a resumed run sees exactly what an uninterrupted one would.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -73,8 +74,7 @@ def eval_transform(image_size: int, source_size: int | None) -> v2.Compose:
     """
     steps: list[Any] = [v2.ToImage()]
     if source_size is None:
-        steps += [v2.Resize(round(image_size / CROP_FRACTION), antialias=True),
-                  v2.CenterCrop(image_size)]
+        steps += [v2.Resize(round(image_size / CROP_FRACTION), antialias=True), v2.CenterCrop(image_size)]
     elif source_size != image_size:
         steps.append(v2.Resize((image_size, image_size), antialias=True))
     steps.append(v2.ToDtype(torch.float32, scale=True))
@@ -107,8 +107,7 @@ class BatchMixer:
     with probability `prob`; unmixed batches get one-hot targets, so the loss sees one format.
     """
 
-    def __init__(self, num_classes: int, *, mixup_alpha: float, cutmix_alpha: float,
-                 prob: float) -> None:
+    def __init__(self, num_classes: int, *, mixup_alpha: float, cutmix_alpha: float, prob: float) -> None:
         self.num_classes, self.prob = num_classes, prob
         mixers = []
         if mixup_alpha > 0:

@@ -33,14 +33,15 @@ def test_path_length_formulas_are_the_issue_s() -> None:
     for name, value in expected.items():
         assert measure.expected_path_length(name, length=n, causal=True, kernel_size=k) == value
     for name in ("conv", "separable_conv", "local_attention"):
-        assert measure.expected_path_length(name, length=n, causal=False, kernel_size=k) \
-            == math.ceil((n - 1) / ((k - 1) / 2))
-        assert measure.expected_path_length(name, length=n, causal=True, kernel_size=k) \
-            == math.ceil((n - 1) / (k - 1))
+        assert measure.expected_path_length(name, length=n, causal=False, kernel_size=k) == math.ceil(
+            (n - 1) / ((k - 1) / 2)
+        )
+        assert measure.expected_path_length(name, length=n, causal=True, kernel_size=k) == math.ceil(
+            (n - 1) / (k - 1)
+        )
     # Dilations 1, 5, 25 (causal) reach 4, 24, 124 positions back; 1, 3, 9 ('same') 2, 8, 26.
     assert measure.expected_path_length("dilated_conv", length=n, causal=True, kernel_size=k) == 2
-    assert measure.expected_path_length("dilated_conv", length=n, causal=False,
-                                        kernel_size=k) == 3
+    assert measure.expected_path_length("dilated_conv", length=n, causal=False, kernel_size=k) == 3
 
 
 def test_reachability_catches_a_causal_layer_that_sees_the_future() -> None:
@@ -67,15 +68,17 @@ def test_counted_flops_equal_analytic(name: str, causal: bool) -> None:
     for batch, length, dim in ((2, 10, 8), (1, 3, 4)):
         mixer = build_mixer(name, dim, causal=causal, kernel_size=3, num_heads=2 if dim > 4 else 1)
         counted = measure.count_flops(measure.traced(mixer), torch.randn(batch, length, dim))
-        assert counted == measure.analytic_flops(name, batch=batch, length=length, dim=dim,
-                                                 causal=causal, kernel_size=3)
+        assert counted == measure.analytic_flops(
+            name, batch=batch, length=length, dim=dim, causal=causal, kernel_size=3
+        )
 
 
 def test_flops_of_torch_gru_kernel_equal_analytic() -> None:
     """On CPU torch runs nn.GRU as per-step matmuls, so its own count is a cross-check."""
     mixer = build_mixer("gru", 8, causal=True)
     assert measure.count_flops(mixer, torch.randn(2, 6, 8)) == measure.analytic_flops(
-        "gru", batch=2, length=6, dim=8, causal=True, kernel_size=3)
+        "gru", batch=2, length=6, dim=8, causal=True, kernel_size=3
+    )
 
 
 def test_attention_flops_are_quadratic_and_local_linear_in_n() -> None:
@@ -139,8 +142,15 @@ def test_fit_exponent_and_crossover() -> None:
 
 
 def test_command_writes_table_plots_and_json(tmp_path, monkeypatch, capsys) -> None:
-    tiny = cli.Grid(flop_lengths=[4, 8, 16], flop_dims=[4, 8, 16], sequential_lengths=[4, 8],
-                    path_lengths=[3, 5], time_lengths=[8, 16], time_dims=[8], repeats=1)
+    tiny = cli.Grid(
+        flop_lengths=[4, 8, 16],
+        flop_dims=[4, 8, 16],
+        sequential_lengths=[4, 8],
+        path_lengths=[3, 5],
+        time_lengths=[8, 16],
+        time_dims=[8],
+        repeats=1,
+    )
     monkeypatch.setitem(cli.GRIDS, "quick", tiny)
     cli.main(["--out", str(tmp_path)])
     assert "wrote" in capsys.readouterr().out

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from clirun import BERT, PARSING, TRANSLATION, VIT, Result, run, write_corpus, write_images
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nltk import Tree
-
 from clirun import PARSING, assert_refused, fingerprint, run
+from nltk import Tree
 
 
 def parse(run_dir: Path, *args: str, input: bytes | str = b"") -> object:
@@ -29,8 +28,10 @@ def test_brackets_in_a_sentence_still_print_readable_trees(parsing_run):
     result = parse(parsing_run, input="the dog ( a cat ) barked\n:-)\n")
     assert result.returncode == 0, result.stderr[-3000:]
     trees = [Tree.fromstring(line) for line in result.stdout.splitlines()]
-    assert [t.leaves() for t in trees] == [["the", "dog", "-LRB-", "a", "cat", "-RRB-", "barked"],
-                                           [":", "-", "-RRB-"]]
+    assert [t.leaves() for t in trees] == [
+        ["the", "dog", "-LRB-", "a", "cat", "-RRB-", "barked"],
+        [":", "-", "-RRB-"],
+    ]
 
 
 def test_a_sentence_longer_than_the_positions_is_left_flat_with_a_notice(parsing_run):
@@ -53,12 +54,22 @@ def test_a_malformed_tree_file_names_file_and_line(tmp_path):
         (folder / f"wsj_{n:04d}.mrg").write_text("( (S (NP (DT The) (NN dog)) (VP (VBD barked))) )\n")
     bad = folder / "wsj_0150.mrg"
     bad.write_text("( (S (NP (DT The) (NN dog))\n   (VP (VBD barked)) )\n\n( (S (NP (NN cat) ) )\n")
-    result = run("tasks.parsing.train", *PARSING, "--data.source=sample", f"--data.path={folder}",
-                 f"--train.out_dir={tmp_path / 'run'}")
+    result = run(
+        "tasks.parsing.train",
+        *PARSING,
+        "--data.source=sample",
+        f"--data.path={folder}",
+        f"--train.out_dir={tmp_path / 'run'}",
+    )
     assert_refused(result, f"{bad}:1", "never closed")
 
 
 def test_a_missing_data_dir_is_named(tmp_path):
-    result = run("tasks.parsing.train", *PARSING, "--data.source=sample", "--data.data_dir=/nonexistent/data",
-                 f"--train.out_dir={tmp_path / 'run'}")
+    result = run(
+        "tasks.parsing.train",
+        *PARSING,
+        "--data.source=sample",
+        "--data.data_dir=/nonexistent/data",
+        f"--train.out_dir={tmp_path / 'run'}",
+    )
     assert_refused(result, "/nonexistent/data")

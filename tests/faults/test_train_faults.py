@@ -16,11 +16,24 @@ import torch
 
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
 
-TINY = ["--model.dim=32", "--model.ffn_dim=64", "--model.num_heads=4", "--model.encoder_layers=1",
-        "--model.decoder_layers=1", "--model.dropout=0.2", "--data.batch_size=16",
-        "--data.batches_per_epoch=7", "--train.log_every=1", "--train.progress=false",
-        "--train.tensorboard=false", "--train.threads=1", "--optim.name=sgd", "--optim.lr=0.3",
-        "--schedule.name=constant", "--schedule.warmup_steps=0"]
+TINY = [
+    "--model.dim=32",
+    "--model.ffn_dim=64",
+    "--model.num_heads=4",
+    "--model.encoder_layers=1",
+    "--model.decoder_layers=1",
+    "--model.dropout=0.2",
+    "--data.batch_size=16",
+    "--data.batches_per_epoch=7",
+    "--train.log_every=1",
+    "--train.progress=false",
+    "--train.tensorboard=false",
+    "--train.threads=1",
+    "--optim.name=sgd",
+    "--optim.lr=0.3",
+    "--schedule.name=constant",
+    "--schedule.warmup_steps=0",
+]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 # Runs the training CLI with torch.save replaced by one that writes half a file and then
@@ -66,8 +79,14 @@ def uninterrupted(tmp_path_factory) -> Path:
 
 def test_sigterm_saves_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path, uninterrupted):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tasks.reverse.train", *TINY, f"--train.out_dir={out}",
-           "--train.max_steps=100000"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tasks.reverse.train",
+        *TINY,
+        f"--train.out_dir={out}",
+        "--train.max_steps=100000",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     metrics = out / "metrics.jsonl"
     deadline = time.time() + 120
@@ -90,8 +109,13 @@ def test_sigterm_saves_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path,
 def test_kill_9_mid_checkpoint_write_leaves_a_run_that_resumes_exactly(tmp_path, uninterrupted):
     out = tmp_path / "run"
     args = [*TINY, f"--train.out_dir={out}", "--train.max_steps=12", "--train.save_every=2"]
-    killed = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, *args], capture_output=True,
-                            text=True, timeout=300, env={**ENV, "KILL_AT_SAVE": "3"})
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_MID_WRITE, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**ENV, "KILL_AT_SAVE": "3"},
+    )
     assert killed.returncode == -signal.SIGKILL
     names = sorted(p.name for p in (out / "checkpoints").iterdir())
     assert [n for n in names if not n.startswith(".")] == ["step_00000002.pt", "step_00000004.pt"]
@@ -113,15 +137,18 @@ def test_restart_past_unreadable_checkpoints_keeps_the_valid_one(tmp_path):
     assert "step_00000004.pt" in names and sum(n.endswith(".unreadable") for n in names) == 3
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--train.max_stepz=3"], "train.max_stepz"),
-    (["--train.log_every=0"], "train.log_every"),
-    (["--train.precision=fp8"], "train.precision"),
-    (["--model.num_heads=5"], "num_heads"),
-    (["--model.dropout=1.5"], "dropout"),
-    (["--model.activation=swish"], "activation"),
-    (["--config=/nonexistent/recipe.yaml"], "/nonexistent/recipe.yaml"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--train.max_stepz=3"], "train.max_stepz"),
+        (["--train.log_every=0"], "train.log_every"),
+        (["--train.precision=fp8"], "train.precision"),
+        (["--model.num_heads=5"], "num_heads"),
+        (["--model.dropout=1.5"], "dropout"),
+        (["--model.activation=swish"], "activation"),
+        (["--config=/nonexistent/recipe.yaml"], "/nonexistent/recipe.yaml"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, extra, message):
     proc = train(tmp_path / "run", "--train.max_steps=1", *extra)
     assert proc.returncode == 2, proc.stderr

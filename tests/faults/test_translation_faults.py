@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from clirun import LONG_EN, TRANSLATION, assert_refused, fingerprint, run, write_corpus
+
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.train.checkpoint import load_checkpoint
@@ -50,8 +50,13 @@ def evaluate(run_dir: Path, *args: str) -> object:
 
 def resume(trained: Path, copy: Path) -> object:
     """The training command of the `trained` run (same data and model), on its `copy`."""
-    return run("tasks.translation.train", *TRANSLATION, "--train.max_steps=3",
-               f"--data.data_dir={trained.parent / 'data'}", f"--train.out_dir={copy}")
+    return run(
+        "tasks.translation.train",
+        *TRANSLATION,
+        "--train.max_steps=3",
+        f"--data.data_dir={trained.parent / 'data'}",
+        f"--train.out_dir={copy}",
+    )
 
 
 def checkpoints(run_dir: Path) -> dict[str, str]:
@@ -95,8 +100,11 @@ def test_decoding_stops_at_the_position_table(translation_run, beam_size):
     the recipe's limit: decoding must stop at the 256-position table instead."""
     run_dir = translation_run[0]
     tokenizer = SentencePieceTokenizer.load(run_dir / "spm.model")
-    word = next(p[1:] for p in (tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size))
-                if p.startswith("\u2581") and p[1:].isalpha() and len(tokenizer.encode(p[1:])) == 1)
+    word = next(
+        p[1:]
+        for p in (tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size))
+        if p.startswith("\u2581") and p[1:].isalpha() and len(tokenizer.encode(p[1:])) == 1
+    )
     line = " ".join([word] * 241)
     assert len(tokenizer.encode(line)) == 241
     result = run("", str(run_dir), f"--beam_size={beam_size}", input=line + "\n", script=NEVER_EOS)
@@ -148,8 +156,13 @@ def test_corrupt_tokenizer_inside_a_checkpoint_is_named(translation_run, tmp_pat
 def test_corrupt_spm_model_given_to_training_is_named(tmp_path):
     bad = tmp_path / "spm.model"
     bad.write_bytes(b"\x0a\x05junk")
-    result = run("tasks.translation.train", *TRANSLATION, f"--data.tokenizer={bad}",
-                 f"--data.data_dir={write_corpus(tmp_path / 'corpus').parent}", f"--train.out_dir={tmp_path / 'run'}")
+    result = run(
+        "tasks.translation.train",
+        *TRANSLATION,
+        f"--data.tokenizer={bad}",
+        f"--data.data_dir={write_corpus(tmp_path / 'corpus').parent}",
+        f"--train.out_dir={tmp_path / 'run'}",
+    )
     assert_refused(result, str(bad))
 
 
@@ -207,13 +220,18 @@ def test_a_missing_data_dir_is_named(translation_run):
 def test_a_missing_split_file_is_named(translation_run, tmp_path):
     corpus = write_corpus(tmp_path / "corpus")
     (corpus / "valid.en").unlink()
-    assert_refused(evaluate(translation_run[0], f"--data_dir={tmp_path}", "--split=valid"),
-                   str(corpus / "valid.en"))
+    assert_refused(
+        evaluate(translation_run[0], f"--data_dir={tmp_path}", "--split=valid"), str(corpus / "valid.en")
+    )
 
 
 def test_a_missing_corpus_folder_is_named_by_train(tmp_path):
-    result = run("tasks.translation.train", *TRANSLATION, f"--data.data_dir={tmp_path}",
-                 f"--train.out_dir={tmp_path / 'run'}")
+    result = run(
+        "tasks.translation.train",
+        *TRANSLATION,
+        f"--data.data_dir={tmp_path}",
+        f"--train.out_dir={tmp_path / 'run'}",
+    )
     assert_refused(result, str(tmp_path / "corpus"))
 
 
@@ -222,18 +240,27 @@ def test_output_to_an_unwritable_place_is_refused_before_decoding(translation_ru
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     target = f"--output={blocker / 'out.txt'}"
-    result = translate(translation_run[0], target, input="a man\n") if cli == "translate" \
+    result = (
+        translate(translation_run[0], target, input="a man\n")
+        if cli == "translate"
         else evaluate(translation_run[0], target)
+    )
     assert_refused(result, str(blocker / "out.txt"))
     assert blocker.read_text() == ""
 
 
-@pytest.mark.parametrize("option, named", [
-    ("--device=gpu", "key 'device'"),
-    ("--precision=fp8", "key 'precision'"),
-    ("--beam_size=-1", "key 'beam_size'"),
-    pytest.param("--device=cuda", "no CUDA device", marks=pytest.mark.skipif(
-        torch.cuda.is_available(), reason="a CUDA device is visible")),
-])
+@pytest.mark.parametrize(
+    "option, named",
+    [
+        ("--device=gpu", "key 'device'"),
+        ("--precision=fp8", "key 'precision'"),
+        ("--beam_size=-1", "key 'beam_size'"),
+        pytest.param(
+            "--device=cuda",
+            "no CUDA device",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is visible"),
+        ),
+    ],
+)
 def test_bad_decoding_options_are_one_line(translation_run, option, named):
     assert_refused(translate(translation_run[0], option, input="a man\n"), named)

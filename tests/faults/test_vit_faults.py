@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from clirun import CLASSES, VIT, assert_refused, fingerprint, run, write_images
+
 from zoo.train.checkpoint import load_checkpoint
 
 
@@ -16,11 +16,14 @@ def train(images: Path, out: Path, *extra: str) -> object:
     return run("tasks.vit.train", *VIT, f"--data.path={images}", f"--train.out_dir={out}", *extra)
 
 
-@pytest.mark.parametrize("val_classes, named", [
-    (("cat", "dog"), "lacks emu"),                       # would shift no label but lose a class
-    (("cat", "dog", "emu", "fox"), "not in training: fox"),
-    (("ant", "cat", "dog"), "lacks emu and has classes not in training: ant"),  # shifts every label
-])
+@pytest.mark.parametrize(
+    "val_classes, named",
+    [
+        (("cat", "dog"), "lacks emu"),  # would shift no label but lose a class
+        (("cat", "dog", "emu", "fox"), "not in training: fox"),
+        (("ant", "cat", "dog"), "lacks emu and has classes not in training: ant"),  # shifts every label
+    ],
+)
 def test_val_classes_that_differ_from_train_are_named(tmp_path, val_classes, named):
     images = write_images(tmp_path / "images", {"train": CLASSES, "val": val_classes})
     assert_refused(train(images, tmp_path / "run"), str(images / "val"), named)
@@ -53,10 +56,13 @@ def test_a_patch_size_that_does_not_divide_the_image_is_a_config_error(tmp_path)
     assert_refused(result, "model.patch_size", "3 does not divide image_size 8")
 
 
-@pytest.mark.parametrize("layout, named", [
-    ({"train": CLASSES}, "no val or test folder under"),
-    (None, "no train folder under"),
-])
+@pytest.mark.parametrize(
+    "layout, named",
+    [
+        ({"train": CLASSES}, "no val or test folder under"),
+        (None, "no train folder under"),
+    ],
+)
 def test_a_missing_split_folder_is_named(tmp_path, layout, named):
     images = tmp_path / "images"
     images.mkdir()
@@ -67,8 +73,9 @@ def test_a_missing_split_folder_is_named(tmp_path, layout, named):
 
 def test_evaluate_names_a_missing_image_folder_and_leaves_the_run(vit_run, tmp_path):
     before = fingerprint(vit_run / "checkpoints")
-    result = run("tasks.vit.evaluate", str(vit_run), f"--path={tmp_path / 'moved'}",
-                 f"--out={tmp_path / 'fig'}")
+    result = run(
+        "tasks.vit.evaluate", str(vit_run), f"--path={tmp_path / 'moved'}", f"--out={tmp_path / 'fig'}"
+    )
     assert_refused(result, str(tmp_path / "moved"))
     assert fingerprint(vit_run / "checkpoints") == before
 
@@ -78,7 +85,6 @@ def test_evaluate_names_an_output_folder_it_cannot_make(vit_run, tmp_path):
     blocker.write_text("")
     result = run("tasks.vit.evaluate", str(vit_run), f"--out={blocker / 'figures'}")
     assert_refused(result, str(blocker))
-
 
 
 def test_evaluate_options_are_checked_when_read(vit_run):

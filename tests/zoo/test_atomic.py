@@ -17,7 +17,11 @@ def test_a_finished_write_has_the_mode_open_would_give(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "a.txt").read_bytes() == b"whole"
-    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode) == 0o644
+    assert (
+        stat.S_IMODE((tmp_path / "a.txt").stat().st_mode)
+        == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode)
+        == 0o644
+    )
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):

@@ -84,8 +84,13 @@ def test_cli_takes_positionals_spaced_values_and_bare_flags():
         pretty: bool = False
         beam: int = 4
 
-    cfg = parse_cli(Verb, ["runs/x", "--split", "test", "--pretty", "--beam=21"], default_config=None,
-                    description="", positional=("run",))
+    cfg = parse_cli(
+        Verb,
+        ["runs/x", "--split", "test", "--pretty", "--beam=21"],
+        default_config=None,
+        description="",
+        positional=("run",),
+    )
     assert (cfg.run, cfg.split, cfg.pretty, cfg.beam) == ("runs/x", "test", True, 21)
 
 

@@ -25,22 +25,27 @@ def test_rename_both_ways_and_refuse_unknown_keys_by_name() -> None:
     ours = rename(state, TABLE)
     assert list(ours) == ["layers.3.self_attn.q_proj.weight", "pooler.bias"]
     assert list(rename(ours, TABLE, reverse=True)) == list(state)
-    assert rename_key("layer.12.attention.output.dense.bias", TABLE) == \
-        "layers.12.self_attn.out_proj.bias"
+    assert rename_key("layer.12.attention.output.dense.bias", TABLE) == "layers.12.self_attn.out_proj.bias"
     assert rename_key("layer.x.attention.self.query.weight", TABLE) is None  # {i} is digits only
     with pytest.raises(UserError, match=r"bert.bin: .*layer.0.attention.self.rotary.inv_freq"):
-        rename({**state, "layer.0.attention.self.rotary.inv_freq": torch.ones(1)}, TABLE,
-               source="bert.bin")
+        rename({**state, "layer.0.attention.self.rotary.inv_freq": torch.ones(1)}, TABLE, source="bert.bin")
     assert list(rename(ours, TABLE, reverse=True, skip=("pooler.*",))) == list(state)[:1]
 
 
 def test_fuse_equals_torch_multihead_in_proj_and_split_inverts_it() -> None:
     torch.manual_seed(0)
     ref = nn.MultiheadAttention(8, 2, batch_first=True)
-    q, k, v = (ref.in_proj_weight[i * 8:(i + 1) * 8] for i in range(3))
+    q, k, v = (ref.in_proj_weight[i * 8 : (i + 1) * 8] for i in range(3))
     qb, kb, vb = ref.in_proj_bias.chunk(3)
-    state = {"a.q_proj.weight": q, "a.k_proj.weight": k, "a.v_proj.weight": v,
-             "a.q_proj.bias": qb, "a.k_proj.bias": kb, "a.v_proj.bias": vb, "other": torch.ones(2)}
+    state = {
+        "a.q_proj.weight": q,
+        "a.k_proj.weight": k,
+        "a.v_proj.weight": v,
+        "a.q_proj.bias": qb,
+        "a.k_proj.bias": kb,
+        "a.v_proj.bias": vb,
+        "other": torch.ones(2),
+    }
     fused = fuse_qkv(state)
     assert sorted(fused) == ["a.qkv_proj.bias", "a.qkv_proj.weight", "other"]
     assert torch.equal(fused["a.qkv_proj.weight"], ref.in_proj_weight)
@@ -90,8 +95,7 @@ def test_strict_loading_allows_only_what_the_caller_names() -> None:
     state = {**source.state_dict(), "ffn.fc2.weight": torch.zeros(4, 16)}  # another head size
     target = _layer()
     before = target.ffn.fc2.weight.clone()
-    fresh = load_strict(target, state, source="f", allow_missing=("ffn.fc2.*",),
-                        allow_unused=("ffn.fc2.*",))
+    fresh = load_strict(target, state, source="f", allow_missing=("ffn.fc2.*",), allow_unused=("ffn.fc2.*",))
     assert fresh == ["ffn.fc2.weight"]
     assert torch.equal(target.ffn.fc2.weight, before)  # kept its own initialisation
     assert torch.equal(target.ffn.fc1.weight, source.ffn.fc1.weight)

@@ -6,9 +6,9 @@ Shape key: B batch, T query length, S key length, H heads, Dh head dim, D model 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -16,14 +16,14 @@ from torch import Tensor, nn
 
 from zoo.blocks.cache import BeamKVCache, KVCache
 
-
 FEW_QUERIES = 8
 """Query blocks up to this length (incremental decoding: one query per row, or one per beam of a
 sequence) take the written-out path in eval mode."""
 
 
-def attention_reference(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
-                        is_causal: bool = False) -> tuple[Tensor, Tensor]:
+def attention_reference(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, is_causal: bool = False
+) -> tuple[Tensor, Tensor]:
     """softmax(q k^T / sqrt(Dh)) v written out, returning the weights too.
 
     The fused kernel computes the same thing without materialising the weights; this form serves
@@ -77,7 +77,7 @@ class MultiHeadAttention(nn.Module):
         return self._split_heads(F.linear(x, w, b))
 
     def _project_kv(self, context: Tensor) -> tuple[Tensor, Tensor]:
-        w, b = self.qkv_proj.weight[self.dim:], self._bias(1)
+        w, b = self.qkv_proj.weight[self.dim :], self._bias(1)
         k, v = F.linear(context, w, b).chunk(2, dim=-1)
         return self._split_heads(k), self._split_heads(v)
 
@@ -85,10 +85,17 @@ class MultiHeadAttention(nn.Module):
         bias = self.qkv_proj.bias
         if bias is None:
             return None
-        return bias[: self.dim] if part == 0 else bias[self.dim:]
+        return bias[: self.dim] if part == 0 else bias[self.dim :]
 
-    def forward(self, x: Tensor, context: Tensor | None = None, *, mask: Tensor | None = None,
-                is_causal: bool = False, cache: KVCache | BeamKVCache | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        context: Tensor | None = None,
+        *,
+        mask: Tensor | None = None,
+        is_causal: bool = False,
+        cache: KVCache | BeamKVCache | None = None,
+    ) -> Tensor:
         """Attend from x (B, T, D) to itself or to `context` (B, S, D); returns (B, T, D).
 
         Cross-attention may also serve g query rows per context sequence: x (g n, T, D) over
@@ -117,16 +124,17 @@ class MultiHeadAttention(nn.Module):
             out, _ = attention_reference(q, k, v, mask, is_causal)
         else:
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=is_causal,
-                dropout_p=self.dropout if self.training else 0.0)
+                q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0
+            )
         return self._merge_heads(out, rows)
 
     def _merge_heads(self, out: Tensor, rows: int | None = None) -> Tensor:
         """(B, H, T, Dh), or `rows` grouped as in `_group_rows`, -> projected (rows, T, D)."""
         return self.out_proj(_ungroup_rows(out, rows or out.shape[0], heads_last=True))
 
-    def _qkv(self, x: Tensor, context: Tensor | None,
-             cache: KVCache | BeamKVCache | None) -> tuple[Tensor, Tensor, Tensor]:
+    def _qkv(
+        self, x: Tensor, context: Tensor | None, cache: KVCache | BeamKVCache | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
         if context is None and (cache is None or not cache.cross):
             q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
             q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)

@@ -64,8 +64,8 @@ class KVCache(_Positions):
         new_len = self.length + k.shape[2]
         if self._kt is None or new_len > self._v.shape[2]:
             self._grow(k, v, new_len)
-        self._kt[..., self.length:new_len] = k.transpose(-2, -1)
-        self._v[:, :, self.length:new_len] = v
+        self._kt[..., self.length : new_len] = k.transpose(-2, -1)
+        self._v[:, :, self.length : new_len] = v
         self.length = new_len
         return self.keys, self.values
 
@@ -74,8 +74,8 @@ class KVCache(_Positions):
         new_kt = k.new_empty(k.shape[0], k.shape[1], k.shape[3], capacity)
         new_v = v.new_empty(v.shape[0], v.shape[1], capacity, v.shape[3])
         if self._kt is not None:
-            new_kt[..., :self.length] = self._kt[..., :self.length]
-            new_v[:, :, :self.length] = self.values
+            new_kt[..., : self.length] = self._kt[..., : self.length]
+            new_v[:, :, : self.length] = self.values
         self._kt, self._v = new_kt, new_v
         self._spare_kt = self._spare_v = None
 
@@ -92,25 +92,25 @@ class KVCache(_Positions):
 
     @property
     def keys(self) -> Tensor:
-        return self._kt[..., :self.length].transpose(-2, -1)
+        return self._kt[..., : self.length].transpose(-2, -1)
 
     @property
     def values(self) -> Tensor:
-        return self._v[:, :, :self.length]
+        return self._v[:, :, : self.length]
 
     def reorder(self, index: Tensor) -> None:
         """Keep the batch rows `index` (in that order, repeats allowed); copies the filled length."""
         if self._kt is None:
             return
-        kt, v = self._kt[..., :self.length], self.values
+        kt, v = self._kt[..., : self.length], self.values
         if self._kt.requires_grad and torch.is_grad_enabled():  # out= records no gradient
             self._kt, self._v = kt.index_select(0, index), v.index_select(0, index)
             return
         if self._spare_kt is None or self._spare_kt.shape[0] != index.shape[0]:
             self._spare_kt = self._kt.new_empty(index.shape[0], *self._kt.shape[1:])
             self._spare_v = self._v.new_empty(index.shape[0], *self._v.shape[1:])
-        torch.index_select(kt, 0, index, out=self._spare_kt[..., :self.length])
-        torch.index_select(v, 0, index, out=self._spare_v[:, :, :self.length])
+        torch.index_select(kt, 0, index, out=self._spare_kt[..., : self.length])
+        torch.index_select(v, 0, index, out=self._spare_v[:, :, : self.length])
         self._kt, self._spare_kt = self._spare_kt, self._kt
         self._v, self._spare_v = self._spare_v, self._v
 
@@ -195,17 +195,17 @@ class BeamKVCache(_Positions):
         new_kt = k.new_empty(sources, heads, head_dim, capacity, beams)
         new_v = k.new_empty(sources, heads, capacity, beams, head_dim)
         if self._kt is not None:
-            new_kt[:, :, :, :self.length] = self._kt[:, :, :, :self.length]
-            new_v[:, :, :self.length] = self._v[:, :, :self.length]
+            new_kt[:, :, :, : self.length] = self._kt[:, :, :, : self.length]
+            new_v[:, :, : self.length] = self._v[:, :, : self.length]
         self._kt, self._v = new_kt, new_v
 
     @property
     def keys(self) -> Tensor:
-        return self._kt[:, :, :, :self.length].flatten(3, 4).transpose(-2, -1)
+        return self._kt[:, :, :, : self.length].flatten(3, 4).transpose(-2, -1)
 
     @property
     def values(self) -> Tensor:
-        return self._v[:, :, :self.length].flatten(2, 3)
+        return self._v[:, :, : self.length].flatten(2, 3)
 
     @property
     def mask(self) -> Tensor:
@@ -222,8 +222,8 @@ class BeamKVCache(_Positions):
             return
         kt = self._kt.new_empty(len(index), *self._kt.shape[1:])
         v = self._v.new_empty(len(index), *self._v.shape[1:])
-        torch.index_select(self._kt[:, :, :, :self.length], 0, index, out=kt[:, :, :, :self.length])
-        torch.index_select(self._v[:, :, :self.length], 0, index, out=v[:, :, :self.length])
+        torch.index_select(self._kt[:, :, :, : self.length], 0, index, out=kt[:, :, :, : self.length])
+        torch.index_select(self._v[:, :, : self.length], 0, index, out=v[:, :, : self.length])
         self._kt, self._v = kt, v
 
 
@@ -245,13 +245,12 @@ class DecoderCache:
     history: BeamHistory | None = None
 
     @classmethod
-    def empty(cls, num_layers: int, *, beams: int = 1) -> "DecoderCache":
+    def empty(cls, num_layers: int, *, beams: int = 1) -> DecoderCache:
         """Caches for `num_layers` layers; `beams` > 1: rows per source share their histories."""
         if beams == 1:
             return cls([DecoderLayerCache() for _ in range(num_layers)])
         history = BeamHistory(beams)
-        return cls([DecoderLayerCache(self_attn=BeamKVCache(history)) for _ in range(num_layers)],
-                   history)
+        return cls([DecoderLayerCache(self_attn=BeamKVCache(history)) for _ in range(num_layers)], history)
 
     @property
     def offset(self) -> int:

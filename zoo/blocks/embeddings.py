@@ -17,14 +17,15 @@ class TokenEmbedding(nn.Embedding):
     Its `weight` can be tied to a pre-softmax projection (`nn.Linear.weight = emb.weight`).
     """
 
-    def __init__(self, vocab_size: int, dim: int, *, padding_idx: int | None = None,
-                 scale: bool = True) -> None:
+    def __init__(
+        self, vocab_size: int, dim: int, *, padding_idx: int | None = None, scale: bool = True
+    ) -> None:
         super().__init__(vocab_size, dim, padding_idx=padding_idx)
         self.scale = math.sqrt(dim) if scale else 1.0
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        nn.init.normal_(self.weight, mean=0.0, std=self.embedding_dim ** -0.5)
+        nn.init.normal_(self.weight, mean=0.0, std=self.embedding_dim**-0.5)
         self._fill_padding_idx_with_zero()
 
     def forward(self, tokens: Tensor) -> Tensor:
@@ -43,9 +44,17 @@ class SequenceEmbedding(nn.Module):
             output embeddings).
     """
 
-    def __init__(self, vocab_size: int, dim: int, *, max_len: int, padding_idx: int | None = None,
-                 positions: str = "sinusoidal", dropout: float = 0.0,
-                 token_embedding: TokenEmbedding | None = None) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        dim: int,
+        *,
+        max_len: int,
+        padding_idx: int | None = None,
+        positions: str = "sinusoidal",
+        dropout: float = 0.0,
+        token_embedding: TokenEmbedding | None = None,
+    ) -> None:
         super().__init__()
         self.tokens = token_embedding or TokenEmbedding(vocab_size, dim, padding_idx=padding_idx)
         self.positions = build_positions(positions, max_len, dim)

@@ -20,8 +20,9 @@ class FeedForward(nn.Module):
         bias: whether the linear layers have biases.
     """
 
-    def __init__(self, dim: int, ffn_dim: int, *, activation: str = "relu", dropout: float = 0.0,
-                 bias: bool = True) -> None:
+    def __init__(
+        self, dim: int, ffn_dim: int, *, activation: str = "relu", dropout: float = 0.0, bias: bool = True
+    ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")

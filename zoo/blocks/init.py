@@ -17,8 +17,7 @@ from zoo.blocks.embeddings import TokenEmbedding
 @torch.no_grad()
 def init_transformer_(model: nn.Module) -> nn.Module:
     """Re-initialise every Linear, MultiHeadAttention, norm and TokenEmbedding of `model`."""
-    qkv_weights = {id(m.qkv_proj.weight) for m in model.modules()
-                   if isinstance(m, MultiHeadAttention)}
+    qkv_weights = {id(m.qkv_proj.weight) for m in model.modules() if isinstance(m, MultiHeadAttention)}
     for module in model.modules():
         if isinstance(module, nn.Linear):
             blocks = module.weight.chunk(3, dim=0) if id(module.weight) in qkv_weights else [module.weight]

@@ -7,8 +7,8 @@ D model dim.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from timm.layers import DropPath
 from torch import Tensor, nn
@@ -53,31 +53,37 @@ class LayerSpec:
     drop_path: float = 0.0
 
     def __post_init__(self) -> None:
-        for name, value, table in (("activation", self.activation, ACTIVATIONS),
-                                   ("norm", self.norm, NORMS)):
+        for name, value, table in (("activation", self.activation, ACTIVATIONS), ("norm", self.norm, NORMS)):
             if value not in table:
                 raise ValueError(f"unknown {name} {value!r}; choose from {sorted(table)}")
         if self.window is not None and self.window < 0:
             raise ValueError(f"window must be >= 0 or None, got {self.window}")
 
     def residual(self) -> Residual:
-        return Residual(self.dim, norm=self.norm, norm_eps=self.norm_eps, pre_norm=self.pre_norm,
-                        dropout=self.dropout, drop_path=self.drop_path)
+        return Residual(
+            self.dim,
+            norm=self.norm,
+            norm_eps=self.norm_eps,
+            pre_norm=self.pre_norm,
+            dropout=self.dropout,
+            drop_path=self.drop_path,
+        )
 
     def self_attention(self) -> MultiHeadAttention:
         """Full attention, or the O(T w D) LocalAttention when `window` is set."""
         if self.window is None:
             return self.cross_attention()
-        return LocalAttention(self.dim, self.num_heads, window=self.window,
-                              dropout=self.attn_dropout, bias=self.bias)
+        return LocalAttention(
+            self.dim, self.num_heads, window=self.window, dropout=self.attn_dropout, bias=self.bias
+        )
 
     def cross_attention(self) -> MultiHeadAttention:
-        return MultiHeadAttention(self.dim, self.num_heads, dropout=self.attn_dropout,
-                                  bias=self.bias)
+        return MultiHeadAttention(self.dim, self.num_heads, dropout=self.attn_dropout, bias=self.bias)
 
     def feed_forward(self) -> FeedForward:
-        return FeedForward(self.dim, self.ffn_dim, activation=self.activation,
-                           dropout=self.ffn_dropout, bias=self.bias)
+        return FeedForward(
+            self.dim, self.ffn_dim, activation=self.activation, dropout=self.ffn_dropout, bias=self.bias
+        )
 
 
 class Residual(nn.Module):
@@ -88,8 +94,16 @@ class Residual(nn.Module):
     pre-LN variants and most modern models; stable without warm-up tuning.
     """
 
-    def __init__(self, dim: int, *, norm: str = "layer", norm_eps: float = 1e-5,
-                 pre_norm: bool = False, dropout: float = 0.0, drop_path: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        norm: str = "layer",
+        norm_eps: float = 1e-5,
+        pre_norm: bool = False,
+        dropout: float = 0.0,
+        drop_path: float = 0.0,
+    ) -> None:
         super().__init__()
         self.pre_norm = pre_norm
         self.norm = build_norm(norm, dim, eps=norm_eps)
@@ -116,8 +130,7 @@ class EncoderLayer(nn.Module):
         self.ffn = spec.feed_forward()
         self.ffn_res = spec.residual()
 
-    def forward(self, x: Tensor, *, mask: Tensor | None = None,
-                queries: slice | None = None) -> Tensor:
+    def forward(self, x: Tensor, *, mask: Tensor | None = None, queries: slice | None = None) -> Tensor:
         """mask: bool, True = may attend (with a window: a key padding mask (B, 1, 1, S)).
 
         `queries`: compute only these positions' outputs, (B, S', D); they still attend to every
@@ -154,14 +167,21 @@ class DecoderLayer(nn.Module):
         self.cross_attn = spec.cross_attention()
         self.cross_attn_res = spec.residual()
 
-    def forward(self, x: Tensor, memory: Tensor | None, *, self_mask: Tensor | None = None,
-                is_causal: bool = False, memory_mask: Tensor | None = None,
-                cache: DecoderLayerCache | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None,
+        *,
+        self_mask: Tensor | None = None,
+        is_causal: bool = False,
+        memory_mask: Tensor | None = None,
+        cache: DecoderLayerCache | None = None,
+    ) -> Tensor:
         """x (B, T, D), memory (B, S, D) -> (B, T, D). `memory` may be None once cached."""
         self_cache = cache.self_attn if cache is not None else None
         cross_cache = cache.cross_attn if cache is not None else None
-        x = self.self_attn_res(x, lambda h: self.self_attn(
-            h, mask=self_mask, is_causal=is_causal, cache=self_cache))
-        x = self.cross_attn_res(x, lambda h: self.cross_attn(
-            h, memory, mask=memory_mask, cache=cross_cache))
+        x = self.self_attn_res(
+            x, lambda h: self.self_attn(h, mask=self_mask, is_causal=is_causal, cache=self_cache)
+        )
+        x = self.cross_attn_res(x, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cross_cache))
         return self.ffn_res(x, self.ffn)

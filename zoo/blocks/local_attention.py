@@ -21,18 +21,22 @@ from zoo.blocks.cache import KVCache
 from zoo.blocks.masks import causal_mask, local_mask
 
 
-def _chunk_mask(length: int, chunk: int, num_chunks: int, span: int, *, window: int,
-                causal: bool, device: torch.device) -> Tensor:
+def _chunk_mask(
+    length: int, chunk: int, num_chunks: int, span: int, *, window: int, causal: bool, device: torch.device
+) -> Tensor:
     """(M, C, K) bool: which of the K = `span` keys gathered for a chunk (starting one chunk
     before it) each of its queries sees.
 
     Keys outside the sequence (padding) are hidden, except that a padded query keeps its own
     (padded) position so that no softmax row is empty; those rows are cut off afterwards.
     """
-    q_pos = (torch.arange(num_chunks, device=device)[:, None, None] * chunk
-             + torch.arange(chunk, device=device)[None, :, None])
-    k_pos = (torch.arange(num_chunks, device=device)[:, None, None] - 1) * chunk \
-        + torch.arange(span, device=device)[None, None, :]
+    q_pos = (
+        torch.arange(num_chunks, device=device)[:, None, None] * chunk
+        + torch.arange(chunk, device=device)[None, :, None]
+    )
+    k_pos = (torch.arange(num_chunks, device=device)[:, None, None] - 1) * chunk + torch.arange(
+        span, device=device
+    )[None, None, :]
     offset = k_pos - q_pos
     band = (offset <= 0) & (offset >= -window) if causal else offset.abs() <= window
     inside = (k_pos >= 0) & (k_pos < length)
@@ -64,16 +68,23 @@ class LocalAttention(MultiHeadAttention):
         bias: whether the projections have biases.
     """
 
-    def __init__(self, dim: int, num_heads: int, *, window: int, dropout: float = 0.0,
-                 bias: bool = True) -> None:
+    def __init__(
+        self, dim: int, num_heads: int, *, window: int, dropout: float = 0.0, bias: bool = True
+    ) -> None:
         super().__init__(dim, num_heads, dropout=dropout, bias=bias)
         if window < 0:
             raise ValueError(f"window must be >= 0, got {window}")
         self.window = window
 
-    def forward(self, x: Tensor, context: Tensor | None = None, *,  # type: ignore[override]
-                mask: Tensor | None = None, is_causal: bool = False,
-                cache: KVCache | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        context: Tensor | None = None,
+        *,  # type: ignore[override]
+        mask: Tensor | None = None,
+        is_causal: bool = False,
+        cache: KVCache | None = None,
+    ) -> Tensor:
         """(B, T, D) -> (B, T, D).
 
         Args:
@@ -109,23 +120,28 @@ class LocalAttention(MultiHeadAttention):
         # (B, H, T, Dh) -> (B H, M, C, Dh): the chunks play the part of SDPA's head dimension, so
         # the (M, C, K) mask broadcasts over B H and the fused kernel takes it.
         q = F.pad(q, (0, 0, 0, pad)).reshape(b * h, num_chunks, chunk, dh)
-        k, v = (F.pad(z, (0, 0, chunk, pad + after * chunk))
-                .unfold(2, span, chunk).transpose(-1, -2).reshape(b * h, num_chunks, span, dh)
-                for z in (k, v))
-        mask = _chunk_mask(t, chunk, num_chunks, span, window=self.window, causal=is_causal,
-                           device=x.device)
+        k, v = (
+            F.pad(z, (0, 0, chunk, pad + after * chunk))
+            .unfold(2, span, chunk)
+            .transpose(-1, -2)
+            .reshape(b * h, num_chunks, span, dh)
+            for z in (k, v)
+        )
+        mask = _chunk_mask(t, chunk, num_chunks, span, window=self.window, causal=is_causal, device=x.device)
         if key_mask is not None:
             mask = mask & self._chunk_keys(key_mask, t, chunk, num_chunks, span, after)
             mask = mask | _diagonal(chunk, num_chunks, span, x.device)  # no empty softmax row
             mask = mask.unsqueeze(1).expand(b, h, *mask.shape[1:]).reshape(b * h, *mask.shape[1:])
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                             dropout_p=self.dropout if self.training else 0.0)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
+        )
         # (B H, M, C, Dh) -> (B, H, T, Dh)
         return self._merge_heads(out.reshape(b, h, num_chunks * chunk, dh)[:, :, :t])
 
     @staticmethod
-    def _chunk_keys(key_mask: Tensor, length: int, chunk: int, num_chunks: int, span: int,
-                    after: int) -> Tensor:
+    def _chunk_keys(
+        key_mask: Tensor, length: int, chunk: int, num_chunks: int, span: int, after: int
+    ) -> Tensor:
         """A (B, 1, 1, T) key mask gathered like the keys: (B, M, 1, K)."""
         keys = key_mask.reshape(key_mask.shape[0], -1).expand(-1, length)
         keys = F.pad(keys, (chunk, num_chunks * chunk - length + after * chunk), value=False)

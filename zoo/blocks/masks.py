@@ -21,8 +21,9 @@ def lengths_mask(lengths: Tensor, max_len: int) -> Tensor:
     return (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 
-def causal_mask(q_len: int, k_len: int | None = None, *, offset: int = 0,
-                device: torch.device | str | None = None) -> Tensor:
+def causal_mask(
+    q_len: int, k_len: int | None = None, *, offset: int = 0, device: torch.device | str | None = None
+) -> Tensor:
     """(Tq, Tk) mask: query i (at absolute position offset + i) sees keys 0 .. offset + i.
 
     `offset` is the number of keys already in a KV cache, so incremental decoding stays aligned.
@@ -33,8 +34,14 @@ def causal_mask(q_len: int, k_len: int | None = None, *, offset: int = 0,
     return k_pos <= q_pos
 
 
-def local_mask(q_len: int, k_len: int | None = None, *, window: int, offset: int = 0,
-               device: torch.device | str | None = None) -> Tensor:
+def local_mask(
+    q_len: int,
+    k_len: int | None = None,
+    *,
+    window: int,
+    offset: int = 0,
+    device: torch.device | str | None = None,
+) -> Tensor:
     """(Tq, Tk) restricted-attention mask: query i sees keys within `window` positions of it.
 
     This is the paper's restricted self-attention with neighbourhood size r = 2 * window + 1.

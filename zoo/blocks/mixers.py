@@ -49,16 +49,16 @@ class Recurrent(nn.Module):
         self.cell_type, self.causal = cell, causal
         self.hidden = dim if causal else dim // 2
         self.directions = 1 if causal else 2
-        self.rnn = RECURRENT_CELLS[cell](dim, self.hidden, batch_first=True, bias=bias,
-                                         bidirectional=not causal)
+        self.rnn = RECURRENT_CELLS[cell](
+            dim, self.hidden, batch_first=True, bias=bias, bidirectional=not causal
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         return self.rnn(x)[0]
 
     def _weights(self, direction: int, kind: str) -> tuple[Tensor, Tensor | None]:
         suffix = "_l0_reverse" if direction else "_l0"
-        return (getattr(self.rnn, f"weight_{kind}{suffix}"),
-                getattr(self.rnn, f"bias_{kind}{suffix}", None))
+        return (getattr(self.rnn, f"weight_{kind}{suffix}"), getattr(self.rnn, f"bias_{kind}{suffix}", None))
 
     def input_gates(self, x: Tensor, direction: int) -> Tensor:
         """x W_ih^T + b_ih for all positions at once: (B, T, D) -> (B, T, G H)."""
@@ -120,15 +120,24 @@ class Conv(nn.Module):
         bias: whether the convolutions have biases.
     """
 
-    def __init__(self, dim: int, *, kernel_size: int, causal: bool, dilation: int = 1,
-                 separable: bool = False, bias: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        kernel_size: int,
+        causal: bool,
+        dilation: int = 1,
+        separable: bool = False,
+        bias: bool = True,
+    ) -> None:
         super().__init__()
         if not causal and kernel_size % 2 == 0:
             raise ValueError(f"'same' padding needs an odd kernel_size, got {kernel_size}")
         reach = (kernel_size - 1) * dilation
         self.padding = (reach, 0) if causal else (reach // 2, reach // 2)
-        self.conv = nn.Conv1d(dim, dim, kernel_size, dilation=dilation, bias=bias,
-                              groups=dim if separable else 1)
+        self.conv = nn.Conv1d(
+            dim, dim, kernel_size, dilation=dilation, bias=bias, groups=dim if separable else 1
+        )
         self.pointwise = nn.Conv1d(dim, dim, 1, bias=bias) if separable else nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:
@@ -153,8 +162,9 @@ class SelfAttentionMixer(nn.Module):
 
 
 class MixerFactory(Protocol):
-    def __call__(self, dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1,
-                 layer: int = 0) -> nn.Module:
+    def __call__(
+        self, dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1, layer: int = 0
+    ) -> nn.Module:
         """Build one mixer.
 
         Args:
@@ -176,30 +186,40 @@ def local_window(kernel_size: int, *, causal: bool) -> int:
     return kernel_size - 1 if causal else (kernel_size - 1) // 2
 
 
-def _attention(dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1,
-               layer: int = 0) -> nn.Module:
+def _attention(
+    dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1, layer: int = 0
+) -> nn.Module:
     return SelfAttentionMixer(MultiHeadAttention(dim, num_heads), causal=causal)
 
 
-def _local_attention(dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1,
-                     layer: int = 0) -> nn.Module:
+def _local_attention(
+    dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1, layer: int = 0
+) -> nn.Module:
     attn = LocalAttention(dim, num_heads, window=local_window(kernel_size, causal=causal))
     return SelfAttentionMixer(attn, causal=causal)
 
 
 def _recurrent(cell: str) -> MixerFactory:
-    def build(dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1,
-              layer: int = 0) -> nn.Module:
+    def build(
+        dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1, layer: int = 0
+    ) -> nn.Module:
         return Recurrent(dim, cell=cell, causal=causal)
+
     return build
 
 
 def _conv(*, dilated: bool, separable: bool) -> MixerFactory:
-    def build(dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1,
-              layer: int = 0) -> nn.Module:
-        return Conv(dim, kernel_size=kernel_size, causal=causal, separable=separable,
-                    dilation=(local_window(kernel_size, causal=causal) + 1) ** layer
-                    if dilated else 1)
+    def build(
+        dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1, layer: int = 0
+    ) -> nn.Module:
+        return Conv(
+            dim,
+            kernel_size=kernel_size,
+            causal=causal,
+            separable=separable,
+            dilation=(local_window(kernel_size, causal=causal) + 1) ** layer if dilated else 1,
+        )
+
     return build
 
 
@@ -215,10 +235,10 @@ MIXERS: dict[str, MixerFactory] = {
 }
 
 
-def build_mixer(name: str, dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1,
-                layer: int = 0) -> nn.Module:
+def build_mixer(
+    name: str, dim: int, *, causal: bool, kernel_size: int = 3, num_heads: int = 1, layer: int = 0
+) -> nn.Module:
     """MIXERS[name](...) with a clear error for an unknown name."""
     if name not in MIXERS:
         raise ValueError(f"unknown mixer {name!r}; choose from {sorted(MIXERS)}")
-    return MIXERS[name](dim, causal=causal, kernel_size=kernel_size, num_heads=num_heads,
-                        layer=layer)
+    return MIXERS[name](dim, causal=causal, kernel_size=kernel_size, num_heads=num_heads, layer=layer)

@@ -29,6 +29,7 @@ GPU_CHUNK_BYTES = 1 << 30
 class LossSums(NamedTuple):
     """Summed over the non-ignored targets: the smoothed loss, the plain NLL (no gradient) and
     their count, so a runner can normalise by the tokens of a whole accumulated step."""
+
     loss: Tensor
     nll: Tensor
     units: Tensor
@@ -36,8 +37,15 @@ class LossSums(NamedTuple):
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float,
-                compute_dtype: torch.dtype, grad_enabled: bool) -> tuple[Tensor, Tensor]:
+    def forward(
+        ctx,
+        hidden: Tensor,
+        weight: Tensor,
+        target: Tensor,
+        smoothing: float,
+        compute_dtype: torch.dtype,
+        grad_enabled: bool,
+    ) -> tuple[Tensor, Tensor]:
         rows, vocab = hidden.shape[0], weight.shape[0]
         budget = CHUNK_BYTES if hidden.device.type == "cpu" else GPU_CHUNK_BYTES
         chunk = max(1, budget // (4 * vocab))
@@ -46,13 +54,15 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         # Inside forward grad mode is always off: whether the caller's was is passed in.
         want_hidden = grad_enabled and ctx.needs_input_grad[0]
         want_weight = grad_enabled and ctx.needs_input_grad[1]
-        grad_hidden = torch.empty(hidden.shape, dtype=compute_dtype, device=hidden.device) if want_hidden else None
+        grad_hidden = (
+            torch.empty(hidden.shape, dtype=compute_dtype, device=hidden.device) if want_hidden else None
+        )
         grad_weight = torch.zeros(weight.shape, dtype=exact, device=weight.device) if want_weight else None
         loss = torch.zeros((), dtype=exact, device=hidden.device)
         nll = torch.zeros_like(loss)
         for start in range(0, rows, chunk):
-            h = hidden[start:start + chunk].to(compute_dtype)
-            t = target[start:start + chunk, None]
+            h = hidden[start : start + chunk].to(compute_dtype)
+            t = target[start : start + chunk, None]
             logits = (h @ w.T).to(exact)
             lse = logits.logsumexp(-1, keepdim=True)
             chunk_nll = (lse - logits.gather(-1, t)).sum()
@@ -69,7 +79,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
                 # Written by the products themselves (out=, beta=1): no temporaries, and no extra
                 # pass over the (V, D) weight gradient per chunk.
                 if want_hidden:
-                    torch.mm(grad, w, out=grad_hidden[start:start + chunk])
+                    torch.mm(grad, w, out=grad_hidden[start : start + chunk])
                 if want_weight:
                     _accumulate_product(grad_weight, grad.T, h)
         ctx.save_for_backward(grad_hidden, grad_weight)
@@ -80,9 +90,14 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss: Tensor, _grad_nll: Tensor):
         grad_hidden, grad_weight = ctx.saved_tensors
-        return (grad_hidden.to(ctx.hidden_dtype) * grad_loss if grad_hidden is not None else None,
-                grad_weight.to(ctx.weight_dtype) * grad_loss if grad_weight is not None else None,
-                None, None, None, None)
+        return (
+            grad_hidden.to(ctx.hidden_dtype) * grad_loss if grad_hidden is not None else None,
+            grad_weight.to(ctx.weight_dtype) * grad_loss if grad_weight is not None else None,
+            None,
+            None,
+            None,
+            None,
+        )
 
 
 def _accumulate_product(out: Tensor, a: Tensor, b: Tensor) -> None:
@@ -94,8 +109,9 @@ def _accumulate_product(out: Tensor, a: Tensor, b: Tensor) -> None:
         out += a @ b
 
 
-def linear_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, *, smoothing: float = 0.0,
-                         ignore_index: int = -100) -> LossSums:
+def linear_cross_entropy(
+    hidden: Tensor, weight: Tensor, target: Tensor, *, smoothing: float = 0.0, ignore_index: int = -100
+) -> LossSums:
     """Sum of label-smoothed cross-entropy of `hidden @ weight.T` against `target`, never
     holding the (N, V) logits.
 
@@ -113,6 +129,7 @@ def linear_cross_entropy(hidden: Tensor, weight: Tensor, target: Tensor, *, smoo
     keep = target != ignore_index
     rows = hidden.reshape(-1, hidden.shape[-1])[keep]
     with torch.autocast(device, enabled=False):
-        loss, nll = _FusedLinearCrossEntropy.apply(rows, weight, target[keep], smoothing, compute_dtype,
-                                                   torch.is_grad_enabled())
+        loss, nll = _FusedLinearCrossEntropy.apply(
+            rows, weight, target[keep], smoothing, compute_dtype, torch.is_grad_enabled()
+        )
     return LossSums(loss, nll, keep.sum())

@@ -65,7 +65,9 @@ def partition_(encoder: Encoder) -> Encoder:
             raise ValueError("partition_ needs full self-attention and a FeedForward in every layer")
         dim, heads = attn.dim, attn.num_heads
         if dim % (2 * heads):
-            raise ValueError(f"a factored encoder needs dim divisible by 2 x num_heads ({dim}, {heads} heads)")
+            raise ValueError(
+                f"a factored encoder needs dim divisible by 2 x num_heads ({dim}, {heads} heads)"
+            )
         model, per_head = halves(dim), head_halves(dim, heads)
         _mask_(attn.qkv_proj, per_head.repeat(3), model)
         _mask_(attn.out_proj, model, per_head)

@@ -32,7 +32,7 @@ class SinusoidalPositions(nn.Module):
     def forward(self, length: int, offset: int = 0) -> Tensor:
         if offset + length > self.table.shape[0]:
             raise ValueError(f"position {offset + length} exceeds max_len {self.table.shape[0]}")
-        return self.table[offset: offset + length]
+        return self.table[offset : offset + length]
 
 
 class LearnedPositions(nn.Module):
@@ -45,11 +45,10 @@ class LearnedPositions(nn.Module):
     def forward(self, length: int, offset: int = 0) -> Tensor:
         if offset + length > self.weight.shape[0]:
             raise ValueError(f"position {offset + length} exceeds max_len {self.weight.shape[0]}")
-        return self.weight[offset: offset + length]
+        return self.weight[offset : offset + length]
 
 
-POSITIONS: dict[str, type[nn.Module]] = {"sinusoidal": SinusoidalPositions,
-                                         "learned": LearnedPositions}
+POSITIONS: dict[str, type[nn.Module]] = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 
 
 def build_positions(kind: str, max_len: int, dim: int) -> nn.Module:
@@ -72,6 +71,5 @@ def resample_grid(table: Tensor, new_grid: tuple[int, int]) -> Tensor:
     if (side, side) == tuple(new_grid):
         return table
     grid = table.reshape(1, side, side, dim).permute(0, 3, 1, 2)  # (1, D, side, side)
-    grid = F.interpolate(grid.float(), size=new_grid, mode="bicubic", antialias=True,
-                         align_corners=False)
+    grid = F.interpolate(grid.float(), size=new_grid, mode="bicubic", antialias=True, align_corners=False)
     return grid.permute(0, 2, 3, 1).reshape(-1, dim).to(table.dtype)

@@ -6,12 +6,12 @@ Shape key: B batch, T target length, S source length, D model dim.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch import Tensor, nn
 
 from zoo.blocks.cache import DecoderCache
-from dataclasses import replace
-
 from zoo.blocks.layers import DecoderLayer, EncoderLayer, LayerSpec
 from zoo.blocks.masks import causal_mask, local_mask
 from zoo.blocks.norms import build_norm
@@ -24,9 +24,14 @@ def stochastic_depth_rates(num_layers: int, max_rate: float) -> list[float]:
     return [max_rate * i / (num_layers - 1) for i in range(num_layers)]
 
 
-def self_attention_mask(q_len: int, *, causal: bool, window: int | None = None,
-                        offset: int = 0, device: torch.device | None = None,
-                        ) -> tuple[Tensor | None, bool]:
+def self_attention_mask(
+    q_len: int,
+    *,
+    causal: bool,
+    window: int | None = None,
+    offset: int = 0,
+    device: torch.device | None = None,
+) -> tuple[Tensor | None, bool]:
     """The one place that decides between an explicit mask and SDPA's `is_causal` fast path.
 
     Returns (mask, is_causal). Padding is handled separately (keys only, combined by the caller).
@@ -57,16 +62,18 @@ class _Stack(nn.Module):
 
     layer_class: type[EncoderLayer | DecoderLayer]
 
-    def __init__(self, layers: list[nn.Module], *, final_norm: nn.Module | None = None,
-                 window: int | None = None) -> None:
+    def __init__(
+        self, layers: list[nn.Module], *, final_norm: nn.Module | None = None, window: int | None = None
+    ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
         self.window = window
 
     @classmethod
-    def uniform(cls, num_layers: int, spec: LayerSpec, *, drop_path_rate: float = 0.0,
-                final_norm: bool | None = None):
+    def uniform(
+        cls, num_layers: int, spec: LayerSpec, *, drop_path_rate: float = 0.0, final_norm: bool | None = None
+    ):
         """`num_layers` layers built from `spec`, drop path rising per layer to `drop_path_rate`
         (which replaces `spec.drop_path`).
 
@@ -90,8 +97,7 @@ class Encoder(_Stack):
 
     layer_class = EncoderLayer
 
-    def forward(self, x: Tensor, *, pad_mask: Tensor | None = None,
-                outputs: slice | None = None) -> Tensor:
+    def forward(self, x: Tensor, *, pad_mask: Tensor | None = None, outputs: slice | None = None) -> Tensor:
         """x (B, S, D); pad_mask (B, 1, 1, S), True at real tokens -> (B, S, D).
 
         With a window, the layers' LocalAttention applies the band itself and takes only the
@@ -120,8 +126,14 @@ class Decoder(_Stack):
     def new_cache(self) -> DecoderCache:
         return DecoderCache.empty(len(self.layers))
 
-    def forward(self, x: Tensor, memory: Tensor | None, *, memory_mask: Tensor | None = None,
-                cache: DecoderCache | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None,
+        *,
+        memory_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
+    ) -> Tensor:
         """x (B, T, D) embedded targets at positions cache.offset..; memory (B, S, D) -> (B, T, D).
 
         With a cache, `memory` is only needed on the first call (it fills the cross-attention
@@ -131,9 +143,19 @@ class Decoder(_Stack):
             self_mask, is_causal = None, True
         else:
             self_mask, is_causal = self_attention_mask(
-                x.shape[1], causal=True, window=self.window,
-                offset=cache.offset if cache is not None else 0, device=x.device)
+                x.shape[1],
+                causal=True,
+                window=self.window,
+                offset=cache.offset if cache is not None else 0,
+                device=x.device,
+            )
         for i, layer in enumerate(self.layers):
-            x = layer(x, memory, self_mask=self_mask, is_causal=is_causal, memory_mask=memory_mask,
-                      cache=cache.layers[i] if cache is not None else None)
+            x = layer(
+                x,
+                memory,
+                self_mask=self_mask,
+                is_causal=is_causal,
+                memory_mask=memory_mask,
+                cache=cache.layers[i] if cache is not None else None,
+            )
         return self._finish(x)

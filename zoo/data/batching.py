@@ -10,7 +10,8 @@ that efficiency while giving every epoch a different order. Everything is a pure
 from __future__ import annotations
 
 import math
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -19,9 +20,15 @@ from zoo.config import UserError
 T = TypeVar("T")
 
 
-def token_batches(src_lengths: Sequence[int] | np.ndarray, tgt_lengths: Sequence[int] | np.ndarray,
-                  max_tokens: int, *, seed: int = 0, epoch: int = 0,
-                  shuffle: bool = True) -> list[np.ndarray]:
+def token_batches(
+    src_lengths: Sequence[int] | np.ndarray,
+    tgt_lengths: Sequence[int] | np.ndarray,
+    max_tokens: int,
+    *,
+    seed: int = 0,
+    epoch: int = 0,
+    shuffle: bool = True,
+) -> list[np.ndarray]:
     """Pack examples into batches of at most `max_tokens` padded tokens.
 
     Examples are sorted by length (longer side, then source, then target; ties broken at random
@@ -49,8 +56,10 @@ def token_batches(src_lengths: Sequence[int] | np.ndarray, tgt_lengths: Sequence
         raise ValueError("every example needs a length of at least 1 (count EOS)")
     over = np.flatnonzero(longest > max_tokens)
     if over.size:
-        raise UserError(f"example {over[0]} has {longest[over[0]]} tokens, more than the batch "
-                        f"budget data.max_tokens={max_tokens}: raise it or lower data.max_len")
+        raise UserError(
+            f"example {over[0]} has {longest[over[0]]} tokens, more than the batch "
+            f"budget data.max_tokens={max_tokens}: raise it or lower data.max_len"
+        )
     rng = np.random.default_rng([seed, epoch])
     tiebreak = rng.permutation(src.size) if shuffle else np.arange(src.size)
     order = np.lexsort((tiebreak, tgt, src, longest))  # the last key sorts first
@@ -65,10 +74,10 @@ def _pack(order: np.ndarray, sorted_lengths: np.ndarray, max_tokens: int) -> lis
     # (size * width) only grows as it takes more: the first example that does not fit ends it.
     batches, start = [], 0
     while start < order.size:
-        window = sorted_lengths[start:start + max_tokens // sorted_lengths[start]]
+        window = sorted_lengths[start : start + max_tokens // sorted_lengths[start]]
         fits = np.arange(1, window.size + 1) * window <= max_tokens
         size = window.size if fits.all() else int(np.argmin(fits))
-        batches.append(order[start:start + size])
+        batches.append(order[start : start + size])
         start += size
     return batches
 
@@ -86,7 +95,7 @@ def shard(batches: Sequence[T], rank: int, world_size: int) -> list[T]:
     per_rank = len(batches) // world_size
     if per_rank == 0:
         raise UserError(f"only {len(batches)} batches for {world_size} ranks: lower data.max_tokens")
-    return list(batches[rank:per_rank * world_size:world_size])
+    return list(batches[rank : per_rank * world_size : world_size])
 
 
 def accumulation_for(target_tokens: int, max_tokens: int, world_size: int) -> int:

@@ -18,9 +18,9 @@ What is dropped, and counted in `DocumentCounts`:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import blingfire
 
@@ -55,9 +55,11 @@ class DocumentCounts:
     files: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        return (f"{self.documents:,} documents, {self.sentences:,} sentences from "
-                f"{len(self.files)} file(s); dropped {self.headings:,} headings/short lines, "
-                f"{self.markup:,} sentences with markup, {self.empty_documents:,} empty documents")
+        return (
+            f"{self.documents:,} documents, {self.sentences:,} sentences from "
+            f"{len(self.files)} file(s); dropped {self.headings:,} headings/short lines, "
+            f"{self.markup:,} sentences with markup, {self.empty_documents:,} empty documents"
+        )
 
 
 def split_sentences(paragraph: str) -> list[str]:
@@ -121,8 +123,9 @@ class DocumentReader:
                 title = None
             elif title is None:
                 if line:
-                    raise UserError(f"{path}:{number}: text outside <doc>...</doc>; is this a "
-                                    "WikiExtractor file?")
+                    raise UserError(
+                        f"{path}:{number}: text outside <doc>...</doc>; is this a WikiExtractor file?"
+                    )
             elif line:
                 paragraphs.append(line)
         if title is not None:
@@ -168,12 +171,16 @@ def wiki_files(folder: Path) -> list[Path]:
     return files
 
 
-FORMATS = {"wikiextractor": DocumentReader.wikiextractor, "text": DocumentReader.plain_text,
-           "wikitext": DocumentReader.wikitext}
+FORMATS = {
+    "wikiextractor": DocumentReader.wikiextractor,
+    "text": DocumentReader.plain_text,
+    "wikitext": DocumentReader.wikitext,
+}
 
 
-def read_documents(paths: Iterable[Path], fmt: str, *,
-                   min_paragraph_words: int = 8) -> tuple[list[Document], DocumentCounts]:
+def read_documents(
+    paths: Iterable[Path], fmt: str, *, min_paragraph_words: int = 8
+) -> tuple[list[Document], DocumentCounts]:
     """All documents of `paths` in format `fmt` (wikiextractor | text | wikitext) and the counts.
 
     Args:
@@ -184,4 +191,3 @@ def read_documents(paths: Iterable[Path], fmt: str, *,
     reader = DocumentReader(min_paragraph_words=min_paragraph_words if fmt == "wikiextractor" else 0)
     documents = [doc for path in paths for doc in FORMATS[fmt](reader, Path(path))]
     return documents, reader.counts
-

@@ -29,8 +29,15 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(url: str, dest: str | Path, *, size: int | None = None, sha256: str | None = None,
-          progress: bool = True, timeout: float = 60.0) -> Path:
+def fetch(
+    url: str,
+    dest: str | Path,
+    *,
+    size: int | None = None,
+    sha256: str | None = None,
+    progress: bool = True,
+    timeout: float = 60.0,
+) -> Path:
     """Download `url` to `dest` unless it is already there; return `dest`.
 
     Args:
@@ -66,20 +73,23 @@ def fetch(url: str, dest: str | Path, *, size: int | None = None, sha256: str | 
             raise UserError(f"download failed: {url}: HTTP {err.code} {err.reason}") from None
         expected = None
     except (URLError, OSError) as err:
-        raise UserError(f"download failed: {url}: {getattr(err, 'reason', err)} (run again to "
-                        f"resume from {part})") from None
+        raise UserError(
+            f"download failed: {url}: {getattr(err, 'reason', err)} (run again to resume from {part})"
+        ) from None
     got = part.stat().st_size
     if expected is not None and got < expected:
-        raise UserError(f"download of {url} stopped at {got} of {expected} bytes: run again to "
-                        f"resume from {part}")
+        raise UserError(
+            f"download of {url} stopped at {got} of {expected} bytes: run again to resume from {part}"
+        )
     _verify(part, dest, size, sha256)
     os.replace(part, dest)
     return dest
 
 
 def _copy(source: IO[bytes], out: IO[bytes], offset: int, total: int | None, label: str | None) -> None:
-    with tqdm(total=total, initial=offset, unit="B", unit_scale=True, desc=label,
-              disable=label is None) as bar:
+    with tqdm(
+        total=total, initial=offset, unit="B", unit_scale=True, desc=label, disable=label is None
+    ) as bar:
         while block := source.read(_CHUNK):
             out.write(block)
             bar.update(len(block))

@@ -10,9 +10,9 @@ Shape key: B batch, S source length, T target length.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -34,7 +34,7 @@ class Ids:
     offsets: np.ndarray
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[int]], vocab_size: int = 2 ** 31) -> Ids:
+    def from_rows(cls, rows: Sequence[Sequence[int]], vocab_size: int = 2**31) -> Ids:
         return cls.concat([chunk(rows, id_dtype(vocab_size))])
 
     @classmethod
@@ -54,7 +54,7 @@ class Ids:
         return np.diff(self.offsets)
 
     def row(self, i: int) -> list[int]:
-        return self.flat[self.offsets[i]:self.offsets[i + 1]].tolist()
+        return self.flat[self.offsets[i] : self.offsets[i + 1]].tolist()
 
 
 def chunk(rows: Sequence[Sequence[int]], dtype: type) -> tuple[np.ndarray, np.ndarray]:
@@ -63,8 +63,14 @@ def chunk(rows: Sequence[Sequence[int]], dtype: type) -> tuple[np.ndarray, np.nd
     return np.fromiter(chain.from_iterable(rows), dtype=dtype, count=int(lengths.sum())), lengths
 
 
-def pad(ids: Ids, indices: np.ndarray | Sequence[int], pad_id: int, *, first: int | None = None,
-        last: int | None = None) -> Tensor:
+def pad(
+    ids: Ids,
+    indices: np.ndarray | Sequence[int],
+    pad_id: int,
+    *,
+    first: int | None = None,
+    last: int | None = None,
+) -> Tensor:
     """Rows `indices` of `ids`, each with an optional token before (`first`) and after
     (`last`), right-padded with `pad_id` into a (B, width) long tensor."""
     indices = np.asarray(indices, dtype=np.int64)
@@ -125,7 +131,9 @@ class SequencePairs:
     def collate(self, indices: np.ndarray | Sequence[int], special: SpecialIds) -> Seq2SeqBatch:
         """The pairs at `indices` as one padded batch."""
         indices = np.asarray(indices, dtype=np.int64)
-        return Seq2SeqBatch(src=pad(self.src, indices, special.pad, last=special.eos),
-                            tgt_in=pad(self.tgt, indices, special.pad, first=special.bos),
-                            tgt_out=pad(self.tgt, indices, special.pad, last=special.eos),
-                            tgt_tokens=int(self.tgt_lengths[indices].sum()))
+        return Seq2SeqBatch(
+            src=pad(self.src, indices, special.pad, last=special.eos),
+            tgt_in=pad(self.tgt, indices, special.pad, first=special.bos),
+            tgt_out=pad(self.tgt, indices, special.pad, last=special.eos),
+            tgt_tokens=int(self.tgt_lengths[indices].sum()),
+        )

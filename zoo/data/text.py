@@ -11,10 +11,11 @@ from __future__ import annotations
 import gzip
 import logging
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO
 
 from zoo.config import UserError
 
@@ -87,8 +88,9 @@ class ParallelText:
         self.counts = FilterCounts()
 
     def _too_long(self, text: str) -> bool:
-        return ((self.max_chars > 0 and len(text) > self.max_chars)
-                or (self.max_words > 0 and len(text.split()) > self.max_words))
+        return (self.max_chars > 0 and len(text) > self.max_chars) or (
+            self.max_words > 0 and len(text.split()) > self.max_words
+        )
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         counts = self.counts = FilterCounts()
@@ -106,13 +108,24 @@ class ParallelText:
                 yield src, tgt
         if counts.read == 0:
             raise UserError(f"{self.src}: empty file (and {self.tgt})")
-        log.info("%s | %s: read %d pairs, kept %d, dropped %d with an empty side and %d too long "
-                 "(max_words=%d, max_chars=%d)", self.src, self.tgt, counts.read, counts.kept,
-                 counts.empty, counts.too_long, self.max_words, self.max_chars)
+        log.info(
+            "%s | %s: read %d pairs, kept %d, dropped %d with an empty side and %d too long "
+            "(max_words=%d, max_chars=%d)",
+            self.src,
+            self.tgt,
+            counts.read,
+            counts.kept,
+            counts.empty,
+            counts.too_long,
+            self.max_words,
+            self.max_chars,
+        )
 
 
 def _mismatch(shorter: Path, longer: Path, common: int) -> None:
     if common == 0:
         raise UserError(f"{shorter}: empty file (but {longer} is not)")
-    raise UserError(f"{longer}:{common + 1}: line has no partner: {shorter} has only {common} "
-                    "lines (parallel files must have equal line counts)")
+    raise UserError(
+        f"{longer}:{common + 1}: line has no partner: {shorter} has only {common} "
+        "lines (parallel files must have equal line counts)"
+    )

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
@@ -29,8 +29,9 @@ class SentencePieceTokenizer:
         origin: where the bytes came from, for error messages.
     """
 
-    def __init__(self, model: bytes, *, special: SpecialIds = SPECIAL_IDS,
-                 origin: str = "tokenizer model") -> None:
+    def __init__(
+        self, model: bytes, *, special: SpecialIds = SPECIAL_IDS, origin: str = "tokenizer model"
+    ) -> None:
         self.model = model
         self.special = special
         if not model:  # SentencePiece accepts no bytes as a model of no pieces
@@ -52,9 +53,17 @@ class SentencePieceTokenizer:
         return cls(path.read_bytes(), special=special, origin=str(path))
 
     @classmethod
-    def train(cls, sentences: Iterable[str], *, vocab_size: int, model_type: str = "unigram",
-              character_coverage: float = 1.0, max_sentences: int = 0, seed: int = 0,
-              special: SpecialIds = SPECIAL_IDS) -> SentencePieceTokenizer:
+    def train(
+        cls,
+        sentences: Iterable[str],
+        *,
+        vocab_size: int,
+        model_type: str = "unigram",
+        character_coverage: float = 1.0,
+        max_sentences: int = 0,
+        seed: int = 0,
+        special: SpecialIds = SPECIAL_IDS,
+    ) -> SentencePieceTokenizer:
         """Train a vocabulary on `sentences` (both languages, for a joint vocabulary).
 
         Args:
@@ -73,11 +82,21 @@ class SentencePieceTokenizer:
         spm.set_random_generator_seed(seed)
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(sentences), model_writer=proto, vocab_size=vocab_size,
-                model_type=model_type, character_coverage=character_coverage,
-                input_sentence_size=max_sentences, shuffle_input_sentence=max_sentences > 0,
-                pad_id=special.pad, unk_id=special.unk, bos_id=special.bos, eos_id=special.eos,
-                hard_vocab_limit=False, minloglevel=2, num_threads=os.cpu_count() or 1)
+                sentence_iterator=iter(sentences),
+                model_writer=proto,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                character_coverage=character_coverage,
+                input_sentence_size=max_sentences,
+                shuffle_input_sentence=max_sentences > 0,
+                pad_id=special.pad,
+                unk_id=special.unk,
+                bos_id=special.bos,
+                eos_id=special.eos,
+                hard_vocab_limit=False,
+                minloglevel=2,
+                num_threads=os.cpu_count() or 1,
+            )
         except RuntimeError as err:
             raise UserError(f"tokenizer training failed: {err}") from None
         return cls(proto.getvalue(), special=special, origin="trained tokenizer")
@@ -97,7 +116,7 @@ class SentencePieceTokenizer:
         """Detokenised text of `ids` up to the first EOS, skipping padding and BOS."""
         ids = [int(i) for i in ids]
         if self.special.eos in ids:
-            ids = ids[:ids.index(self.special.eos)]
+            ids = ids[: ids.index(self.special.eos)]
         return self.sp.decode([i for i in ids if i not in (self.special.pad, self.special.bos)])
 
     def decode_batch(self, batch: Iterable[Sequence[int]]) -> list[str]:

@@ -11,8 +11,8 @@ every checkpoint of a run; `vocab_text` gives the `vocab.txt` of a Hugging Face 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from tokenizers import Tokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
@@ -37,16 +37,22 @@ class WordPieceTokenizer:
         missing = [t for t in SPECIAL_TOKENS if t not in vocab]
         if missing:
             raise UserError(f"WordPiece vocabulary lacks the special tokens {missing}")
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
-            vocab[t] for t in SPECIAL_TOKENS)
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (vocab[t] for t in SPECIAL_TOKENS)
         self.special_ids = frozenset((self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id))
         tokens = self.tokens()
         # Whole-word masking groups a word's pieces: every "##" piece continues the word before.
         self.is_continuation = [t.startswith(CONTINUATION) for t in tokens]
 
     @classmethod
-    def train(cls, texts: Iterable[str], *, vocab_size: int, lowercase: bool = True,
-              min_frequency: int = 2, limit_alphabet: int = 1000) -> WordPieceTokenizer:
+    def train(
+        cls,
+        texts: Iterable[str],
+        *,
+        vocab_size: int,
+        lowercase: bool = True,
+        min_frequency: int = 2,
+        limit_alphabet: int = 1000,
+    ) -> WordPieceTokenizer:
         """A vocabulary of at most `vocab_size` pieces learnt from `texts` (streamed): the special
         tokens (ids 0-4), then the pieces in sorted order. (Ties between equally frequent merges
         may still pick other pieces in another training: a run keeps the vocabulary it trained,
@@ -58,9 +64,14 @@ class WordPieceTokenizer:
             limit_alphabet: keep at most this many single characters (the rest become [UNK]).
         """
         bert = BertWordPieceTokenizer(lowercase=lowercase)
-        bert.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=min_frequency,
-                                 limit_alphabet=limit_alphabet, special_tokens=list(SPECIAL_TOKENS),
-                                 show_progress=False)
+        bert.train_from_iterator(
+            texts,
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            limit_alphabet=limit_alphabet,
+            special_tokens=list(SPECIAL_TOKENS),
+            show_progress=False,
+        )
         # The trainer numbers pieces in hash-map order, which changes from process to process;
         # WordPiece matching does not depend on ids, so sorted ids make runs agree.
         pieces = sorted(set(bert.get_vocab()) - set(SPECIAL_TOKENS))
@@ -75,8 +86,11 @@ class WordPieceTokenizer:
         (a fresh order in every process). For closed vocabularies such as the built-in corpus.
         """
         cutter = BertWordPieceTokenizer(lowercase=lowercase)
-        words = {word for text in texts for word, _ in cutter.pre_tokenizer.pre_tokenize_str(
-            cutter.normalizer.normalize_str(text))}
+        words = {
+            word
+            for text in texts
+            for word, _ in cutter.pre_tokenizer.pre_tokenize_str(cutter.normalizer.normalize_str(text))
+        }
         chars = sorted({c for word in words for c in word})
         pieces = [*chars, *(CONTINUATION + c for c in chars), *sorted(words - set(chars))]
         vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *pieces])}

@@ -7,5 +7,15 @@ from zoo.decode.protocol import BoundInputs, EncoderDecoder, Hypotheses
 from zoo.decode.sampling import filter_logprobs, sample
 from zoo.decode.state import AllowedTokens
 
-__all__ = ["AllowedTokens", "BoundInputs", "EncoderDecoder", "Hypotheses", "beam_search", "decode_sorted",
-           "filter_logprobs", "greedy_search", "length_penalty", "sample"]
+__all__ = [
+    "AllowedTokens",
+    "BoundInputs",
+    "EncoderDecoder",
+    "Hypotheses",
+    "beam_search",
+    "decode_sorted",
+    "filter_logprobs",
+    "greedy_search",
+    "length_penalty",
+    "sample",
+]

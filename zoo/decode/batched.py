@@ -6,7 +6,7 @@ in the order the sources came in.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -22,8 +22,15 @@ Search = Callable[[Tensor, Tensor], Hypotheses]
 each row's position in the input list (for hooks that need per-sequence data)."""
 
 
-def decode_sorted(model: EncoderDecoder, sources: Ids | Sequence[Sequence[int]], search: Search, *,
-                  special: SpecialIds, max_tokens: int, append_eos: bool = True) -> list[list[int]]:
+def decode_sorted(
+    model: EncoderDecoder,
+    sources: Ids | Sequence[Sequence[int]],
+    search: Search,
+    *,
+    special: SpecialIds,
+    max_tokens: int,
+    append_eos: bool = True,
+) -> list[list[int]]:
     """The best hypothesis of every source, in input order.
 
     Args:

@@ -42,7 +42,6 @@ from zoo.decode.protocol import EncoderDecoder, Hypotheses
 from zoo.decode.state import AllowedTokens, DecodingState
 from zoo.decode.topk import top_k
 
-
 STOPPED_SHARE_TO_LEAVE = 8
 """Stopped sequences leave the batch together once they are an eighth of it. Each leaving copies
 the caches of every sequence that stays (7% of a Multi30k beam search when sequences left at
@@ -58,11 +57,13 @@ class FinishedHypotheses:
     """The n best finished hypotheses of every sequence: scores (B, n), tokens (B, n, L), and
     how many hypotheses each has finished in all, `ended` (B,)."""
 
-    def __init__(self, num_sequences: int, n_best: int, max_len: int, special: SpecialIds,
-                 device: torch.device) -> None:
+    def __init__(
+        self, num_sequences: int, n_best: int, max_len: int, special: SpecialIds, device: torch.device
+    ) -> None:
         self.scores = torch.full((num_sequences, n_best), float("-inf"), device=device)
-        self.tokens = torch.full((num_sequences, n_best, max_len), special.pad, device=device,
-                                 dtype=torch.long)
+        self.tokens = torch.full(
+            (num_sequences, n_best, max_len), special.pad, device=device, dtype=torch.long
+        )
         self.ended = torch.zeros(num_sequences, dtype=torch.long, device=device)
         self.special = special
 
@@ -114,8 +115,15 @@ def _rank(scores: Tensor, best: Tensor, best_token: Tensor, k: int) -> tuple[Ten
     return top, parent, best_token.view(n, k * width).gather(1, index)
 
 
-def _stopped(finished: FinishedHypotheses, active: Tensor, scores: Tensor, limits: Tensor,
-             step: int, alpha: float, enough: int | None) -> Tensor:
+def _stopped(
+    finished: FinishedHypotheses,
+    active: Tensor,
+    scores: Tensor,
+    limits: Tensor,
+    step: int,
+    alpha: float,
+    enough: int | None,
+) -> Tensor:
     """(n,) the sequences that stop after `step`: rule 4 (no live beam, scored (n, k), can beat
     the n_best-th finished hypothesis), their length `limits`, or (with a patience) `enough`
     ended hypotheses."""
@@ -126,8 +134,9 @@ def _stopped(finished: FinishedHypotheses, active: Tensor, scores: Tensor, limit
     return done
 
 
-def _leave_or_wait(done: Tensor, active: Tensor, scores: Tensor, *per_sequence: Tensor
-                   ) -> tuple[Tensor | None, tuple[Tensor, ...]]:
+def _leave_or_wait(
+    done: Tensor, active: Tensor, scores: Tensor, *per_sequence: Tensor
+) -> tuple[Tensor | None, tuple[Tensor, ...]]:
     """Stopped sequences (`done`, (n,)) leave together once they are a 1 /
     STOPPED_SHARE_TO_LEAVE share: returns the sequences kept (None = all) and `active`, `scores`
     and the other (n, ...) tensors cut to them. Until then they wait, their beams scored -inf:
@@ -141,10 +150,20 @@ def _leave_or_wait(done: Tensor, active: Tensor, scores: Tensor, *per_sequence: 
 
 
 @torch.inference_mode()
-def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam_size: int = 4,
-                alpha: float = 0.6, max_len_a: float = 1.0, max_len_b: int = 50, n_best: int = 1,
-                allowed_tokens: AllowedTokens | None = None, use_cache: bool = True,
-                patience: float | None = None) -> Hypotheses:
+def beam_search(
+    model: EncoderDecoder,
+    src: Tensor,
+    *,
+    special: SpecialIds,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    max_len_a: float = 1.0,
+    max_len_b: int = 50,
+    n_best: int = 1,
+    allowed_tokens: AllowedTokens | None = None,
+    use_cache: bool = True,
+    patience: float | None = None,
+) -> Hypotheses:
     """Decode a batch with beam search (rules in the module docstring).
 
     Args:
@@ -169,8 +188,16 @@ def beam_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, beam
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be between 1 and beam_size {beam_size}, not {n_best}")
     b, k, device = src.shape[0], beam_size, src.device
-    state = DecodingState(model, src, special=special, max_len_a=max_len_a, max_len_b=max_len_b,
-                          allowed_tokens=allowed_tokens, use_cache=use_cache, beams=k)
+    state = DecodingState(
+        model,
+        src,
+        special=special,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        allowed_tokens=allowed_tokens,
+        use_cache=use_cache,
+        beams=k,
+    )
     limits = state.limits
     finished = FinishedHypotheses(b, n_best, int(limits.max()) + 1, special, device)
 

@@ -5,7 +5,7 @@ Shape key: B sequences, S source length, V vocabulary size.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -16,10 +16,17 @@ from zoo.decode.state import AllowedTokens, DecodingState
 
 
 @torch.inference_mode()
-def extend_one_by_one(model: EncoderDecoder, src: Tensor, pick: Callable[[Tensor], Tensor], *,
-                      special: SpecialIds, max_len_a: float = 1.0, max_len_b: int = 50,
-                      allowed_tokens: AllowedTokens | None = None,
-                      use_cache: bool = True) -> Hypotheses:
+def extend_one_by_one(
+    model: EncoderDecoder,
+    src: Tensor,
+    pick: Callable[[Tensor], Tensor],
+    *,
+    special: SpecialIds,
+    max_len_a: float = 1.0,
+    max_len_b: int = 50,
+    allowed_tokens: AllowedTokens | None = None,
+    use_cache: bool = True,
+) -> Hypotheses:
     """Grow one hypothesis per sequence, choosing each token with `pick` until EOS.
 
     Args:
@@ -35,8 +42,15 @@ def extend_one_by_one(model: EncoderDecoder, src: Tensor, pick: Callable[[Tensor
     Returns:
         Hypotheses with N = 1; scores are the summed model log-probabilities of the chosen ids.
     """
-    state = DecodingState(model, src, special=special, max_len_a=max_len_a, max_len_b=max_len_b,
-                          allowed_tokens=allowed_tokens, use_cache=use_cache)
+    state = DecodingState(
+        model,
+        src,
+        special=special,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        allowed_tokens=allowed_tokens,
+        use_cache=use_cache,
+    )
     b, steps = src.shape[0], int(state.limits.max()) + 1
     active = torch.arange(b, device=src.device)  # the sequence of each row still growing
     scores = torch.zeros(b, device=src.device)
@@ -57,10 +71,24 @@ def extend_one_by_one(model: EncoderDecoder, src: Tensor, pick: Callable[[Tensor
     return Hypotheses(tokens[:, None, : step + 1], scores[:, None], special.eos)
 
 
-def greedy_search(model: EncoderDecoder, src: Tensor, *, special: SpecialIds,
-                  max_len_a: float = 1.0, max_len_b: int = 50,
-                  allowed_tokens: AllowedTokens | None = None, use_cache: bool = True) -> Hypotheses:
+def greedy_search(
+    model: EncoderDecoder,
+    src: Tensor,
+    *,
+    special: SpecialIds,
+    max_len_a: float = 1.0,
+    max_len_b: int = 50,
+    allowed_tokens: AllowedTokens | None = None,
+    use_cache: bool = True,
+) -> Hypotheses:
     """The most probable next token at every step. Arguments as for `extend_one_by_one`."""
-    return extend_one_by_one(model, src, lambda logprobs: logprobs.argmax(dim=-1), special=special,
-                             max_len_a=max_len_a, max_len_b=max_len_b,
-                             allowed_tokens=allowed_tokens, use_cache=use_cache)
+    return extend_one_by_one(
+        model,
+        src,
+        lambda logprobs: logprobs.argmax(dim=-1),
+        special=special,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        allowed_tokens=allowed_tokens,
+        use_cache=use_cache,
+    )

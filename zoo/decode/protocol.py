@@ -33,8 +33,9 @@ class EncoderDecoder(Protocol):
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """src (B, S) -> memory (B, S, D) and a bool memory mask broadcastable to (B, 1, 1, S)."""
 
-    def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
-               cache: Cache | None = None) -> Tensor:
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: Cache | None = None
+    ) -> Tensor:
         """Target ids (N, T) -> next-token logits (N, T, V), N = g B: g consecutive rows per
         source share its memory (B, S, D), mask and cross-attention cache.
 
@@ -61,8 +62,9 @@ class BoundInputs:
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         return self.model.encode(src, *self.inputs)
 
-    def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
-               cache: Cache | None = None) -> Tensor:
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: Cache | None = None
+    ) -> Tensor:
         return self.model.decode(tgt_in, memory, memory_mask, cache)
 
     def new_cache(self, beams: int = 1) -> Cache:

@@ -14,8 +14,9 @@ from zoo.decode.protocol import EncoderDecoder, Hypotheses
 from zoo.decode.state import AllowedTokens
 
 
-def filter_logprobs(logprobs: Tensor, *, temperature: float = 1.0, top_k: int = 0,
-                    top_p: float = 1.0) -> Tensor:
+def filter_logprobs(
+    logprobs: Tensor, *, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0
+) -> Tensor:
     """(B, V) log-probabilities -> logits of the distribution to sample from.
 
     Args:
@@ -39,10 +40,20 @@ def filter_logprobs(logprobs: Tensor, *, temperature: float = 1.0, top_k: int = 
     return logits
 
 
-def sample(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, temperature: float = 1.0,
-           top_k: int = 0, top_p: float = 1.0, generator: torch.Generator | None = None,
-           max_len_a: float = 1.0, max_len_b: int = 50,
-           allowed_tokens: AllowedTokens | None = None, use_cache: bool = True) -> Hypotheses:
+def sample(
+    model: EncoderDecoder,
+    src: Tensor,
+    *,
+    special: SpecialIds,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    generator: torch.Generator | None = None,
+    max_len_a: float = 1.0,
+    max_len_b: int = 50,
+    allowed_tokens: AllowedTokens | None = None,
+    use_cache: bool = True,
+) -> Hypotheses:
     """Draw one hypothesis per sequence.
 
     Args:
@@ -53,10 +64,18 @@ def sample(model: EncoderDecoder, src: Tensor, *, special: SpecialIds, temperatu
     Returns:
         Hypotheses with N = 1; scores are the model's (unfiltered) log-probabilities.
     """
+
     def pick(logprobs: Tensor) -> Tensor:
         logits = filter_logprobs(logprobs, temperature=temperature, top_k=top_k, top_p=top_p)
         return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator).squeeze(1)
 
-    return extend_one_by_one(model, src, pick, special=special, max_len_a=max_len_a,
-                             max_len_b=max_len_b, allowed_tokens=allowed_tokens,
-                             use_cache=use_cache)
+    return extend_one_by_one(
+        model,
+        src,
+        pick,
+        special=special,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        allowed_tokens=allowed_tokens,
+        use_cache=use_cache,
+    )

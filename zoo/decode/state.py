@@ -14,7 +14,7 @@ Shape key: B sequences, N rows (sequences or sequence x beam), t tokens so far, 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -65,9 +65,18 @@ class DecodingState:
         beams: rows per source after the first step (beam search's k), for the cache.
     """
 
-    def __init__(self, model: EncoderDecoder, src: Tensor, *, special: SpecialIds,
-                 max_len_a: float, max_len_b: int, allowed_tokens: AllowedTokens | None = None,
-                 use_cache: bool = True, beams: int = 1) -> None:
+    def __init__(
+        self,
+        model: EncoderDecoder,
+        src: Tensor,
+        *,
+        special: SpecialIds,
+        max_len_a: float,
+        max_len_b: int,
+        allowed_tokens: AllowedTokens | None = None,
+        use_cache: bool = True,
+        beams: int = 1,
+    ) -> None:
         self.model, self.special, self.allowed_tokens = model, special, allowed_tokens
         # The decoder input at the limit is BOS + limit tokens: positions 0..limit.
         self.limits = max_lengths(src, special.pad, max_len_a, max_len_b, cap=model.max_len - 1)

@@ -50,8 +50,17 @@ class PretrainingLogits(NamedTuple):
 class BertEmbeddings(nn.Module):
     """ids (B, T), token types (B, T) -> LayerNorm(word + position + type) with dropout (B, T, D)."""
 
-    def __init__(self, vocab_size: int, dim: int, *, max_len: int, type_vocab_size: int,
-                 pad_id: int, dropout: float, norm_eps: float) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        dim: int,
+        *,
+        max_len: int,
+        type_vocab_size: int,
+        pad_id: int,
+        dropout: float,
+        norm_eps: float,
+    ) -> None:
         super().__init__()
         self.tokens = TokenEmbedding(vocab_size, dim, padding_idx=pad_id, scale=False)
         self.positions = LearnedPositions(max_len, dim)
@@ -90,16 +99,42 @@ class Bert(nn.Module):
         norm_eps: every LayerNorm's epsilon.
     """
 
-    def __init__(self, *, vocab_size: int, dim: int, num_layers: int, num_heads: int, ffn_dim: int,
-                 max_len: int = 512, type_vocab_size: int = 2, pad_id: int = 0,
-                 dropout: float = 0.1, attn_dropout: float = 0.1, norm_eps: float = 1e-12) -> None:
+    def __init__(
+        self,
+        *,
+        vocab_size: int,
+        dim: int,
+        num_layers: int,
+        num_heads: int,
+        ffn_dim: int,
+        max_len: int = 512,
+        type_vocab_size: int = 2,
+        pad_id: int = 0,
+        dropout: float = 0.1,
+        attn_dropout: float = 0.1,
+        norm_eps: float = 1e-12,
+    ) -> None:
         super().__init__()
         self.vocab_size, self.pad_id, self.max_len = vocab_size, pad_id, max_len
-        self.embeddings = BertEmbeddings(vocab_size, dim, max_len=max_len,
-                                         type_vocab_size=type_vocab_size, pad_id=pad_id,
-                                         dropout=dropout, norm_eps=norm_eps)
-        spec = LayerSpec(dim, num_heads, ffn_dim, dropout=dropout, attn_dropout=attn_dropout,
-                         activation="gelu", norm_eps=norm_eps, pre_norm=False)
+        self.embeddings = BertEmbeddings(
+            vocab_size,
+            dim,
+            max_len=max_len,
+            type_vocab_size=type_vocab_size,
+            pad_id=pad_id,
+            dropout=dropout,
+            norm_eps=norm_eps,
+        )
+        spec = LayerSpec(
+            dim,
+            num_heads,
+            ffn_dim,
+            dropout=dropout,
+            attn_dropout=attn_dropout,
+            activation="gelu",
+            norm_eps=norm_eps,
+            pre_norm=False,
+        )
         self.encoder = Encoder.uniform(num_layers, spec, final_norm=False)
         self.pooler = nn.Linear(dim, dim)
         self.mlm_head = MaskedLMHead(dim, vocab_size, norm_eps=norm_eps)
@@ -121,8 +156,9 @@ class Bert(nn.Module):
         self.embeddings.tokens.weight[self.pad_id].zero_()
         nn.init.zeros_(self.mlm_head.bias)
 
-    def encode(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
-               attention_mask: Tensor | None = None) -> Tensor:
+    def encode(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None
+    ) -> Tensor:
         """ids (B, T) -> hidden states (B, T, D). attention_mask: bool (B, T), True on real
         tokens (default: every id but [PAD])."""
         if input_ids.shape[1] > self.max_len:
@@ -138,9 +174,14 @@ class Bert(nn.Module):
         """The pooled representation (B, D): tanh(dense(hidden of [CLS]))."""
         return torch.tanh(self.pooler(hidden[:, 0]))
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
-                attention_mask: Tensor | None = None, *,
-                masked_positions: Tensor | None = None) -> PretrainingLogits:
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        *,
+        masked_positions: Tensor | None = None,
+    ) -> PretrainingLogits:
         """Both heads' logits.
 
         Args:
@@ -156,10 +197,19 @@ class Bert(nn.Module):
 
 def build_bert(cfg: BertModelConfig, vocab_size: int, pad_id: int) -> Bert:
     """The BERT a config describes, for a vocabulary of `vocab_size` with [PAD] at `pad_id`."""
-    return Bert(vocab_size=vocab_size, dim=cfg.dim, num_layers=cfg.num_layers,
-                num_heads=cfg.num_heads, ffn_dim=cfg.ffn_dim, max_len=cfg.max_len,
-                type_vocab_size=cfg.type_vocab_size, pad_id=pad_id, dropout=cfg.dropout,
-                attn_dropout=cfg.attn_dropout, norm_eps=cfg.norm_eps)
+    return Bert(
+        vocab_size=vocab_size,
+        dim=cfg.dim,
+        num_layers=cfg.num_layers,
+        num_heads=cfg.num_heads,
+        ffn_dim=cfg.ffn_dim,
+        max_len=cfg.max_len,
+        type_vocab_size=cfg.type_vocab_size,
+        pad_id=pad_id,
+        dropout=cfg.dropout,
+        attn_dropout=cfg.attn_dropout,
+        norm_eps=cfg.norm_eps,
+    )
 
 
 # Hugging Face BertForPreTraining keys <-> zoo keys; query/key/value go through fuse_qkv.
@@ -222,13 +272,17 @@ def config_from_hf(hf: dict[str, Any], *, source: str = "config.json") -> tuple[
         if hf.get(key, allowed[0]) not in allowed:
             raise UserError(f"{source}: {key}={hf[key]!r} is not supported (only {allowed})")
     try:
-        cfg = BertModelConfig(num_layers=hf["num_hidden_layers"], dim=hf["hidden_size"],
-                              num_heads=hf["num_attention_heads"], ffn_dim=hf["intermediate_size"],
-                              max_len=hf["max_position_embeddings"],
-                              type_vocab_size=hf.get("type_vocab_size", 2),
-                              dropout=hf.get("hidden_dropout_prob", 0.1),
-                              attn_dropout=hf.get("attention_probs_dropout_prob", 0.1),
-                              norm_eps=hf.get("layer_norm_eps", 1e-12))
+        cfg = BertModelConfig(
+            num_layers=hf["num_hidden_layers"],
+            dim=hf["hidden_size"],
+            num_heads=hf["num_attention_heads"],
+            ffn_dim=hf["intermediate_size"],
+            max_len=hf["max_position_embeddings"],
+            type_vocab_size=hf.get("type_vocab_size", 2),
+            dropout=hf.get("hidden_dropout_prob", 0.1),
+            attn_dropout=hf.get("attention_probs_dropout_prob", 0.1),
+            norm_eps=hf.get("layer_norm_eps", 1e-12),
+        )
         return cfg, hf["vocab_size"], hf.get("pad_token_id", 0) or 0
     except KeyError as err:
         raise UserError(f"{source}: missing key {err.args[0]!r} of a BERT config") from None
@@ -236,11 +290,21 @@ def config_from_hf(hf: dict[str, Any], *, source: str = "config.json") -> tuple[
 
 def config_to_hf(cfg: BertModelConfig, vocab_size: int, pad_id: int) -> dict[str, Any]:
     """The `config.json` of `BertForPreTraining` for this model."""
-    return {"architectures": ["BertForPreTraining"], "model_type": "bert",
-            "vocab_size": vocab_size, "hidden_size": cfg.dim, "num_hidden_layers": cfg.num_layers,
-            "num_attention_heads": cfg.num_heads, "intermediate_size": cfg.ffn_dim,
-            "hidden_act": "gelu", "hidden_dropout_prob": cfg.dropout,
-            "attention_probs_dropout_prob": cfg.attn_dropout,
-            "max_position_embeddings": cfg.max_len, "type_vocab_size": cfg.type_vocab_size,
-            "initializer_range": INIT_STD, "layer_norm_eps": cfg.norm_eps, "pad_token_id": pad_id,
-            "position_embedding_type": "absolute"}
+    return {
+        "architectures": ["BertForPreTraining"],
+        "model_type": "bert",
+        "vocab_size": vocab_size,
+        "hidden_size": cfg.dim,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "intermediate_size": cfg.ffn_dim,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": cfg.dropout,
+        "attention_probs_dropout_prob": cfg.attn_dropout,
+        "max_position_embeddings": cfg.max_len,
+        "type_vocab_size": cfg.type_vocab_size,
+        "initializer_range": INIT_STD,
+        "layer_norm_eps": cfg.norm_eps,
+        "pad_token_id": pad_id,
+        "position_embedding_type": "absolute",
+    }

@@ -22,9 +22,15 @@ from torch import Tensor
 from zoo.config import UserError
 from zoo.convert import load_strict
 from zoo.data.wordpiece import WordPieceTokenizer
-from zoo.models.bert import (Bert, BertModelConfig, build_bert, config_from_hf, config_to_hf,
-                             state_from_hf, state_to_hf)
-
+from zoo.models.bert import (
+    Bert,
+    BertModelConfig,
+    build_bert,
+    config_from_hf,
+    config_to_hf,
+    state_from_hf,
+    state_to_hf,
+)
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?$")  # bert-base-uncased, google/bert_uncased_L-2_H-128_A-2
@@ -68,8 +74,9 @@ def read_hf_tokenizer(directory: Path) -> WordPieceTokenizer:
         return WordPieceTokenizer.from_bytes((directory / "tokenizer.json").read_bytes())
     tokenizer_config = directory / "tokenizer_config.json"
     settings = json.loads(tokenizer_config.read_text()) if tokenizer_config.is_file() else {}
-    return WordPieceTokenizer.from_vocab(directory / "vocab.txt",
-                                         lowercase=settings.get("do_lower_case", True))
+    return WordPieceTokenizer.from_vocab(
+        directory / "vocab.txt", lowercase=settings.get("do_lower_case", True)
+    )
 
 
 # What a bare encoder checkpoint (BertModel, as sentence-transformers and most fine-tuned BERTs
@@ -88,13 +95,19 @@ def read_hf_directory(directory: str | Path, *, encoder_only: bool = False) -> L
     cfg, vocab_size, pad_id = config_from_hf(json.loads(config_file.read_text()), source=str(config_file))
     tokenizer = read_hf_tokenizer(directory)
     if tokenizer.vocab_size > vocab_size:
-        raise UserError(f"{directory}: vocab.txt has {tokenizer.vocab_size} pieces, the model "
-                        f"only {vocab_size} embeddings")
+        raise UserError(
+            f"{directory}: vocab.txt has {tokenizer.vocab_size} pieces, the model "
+            f"only {vocab_size} embeddings"
+        )
     state, path = read_weights(directory)
     model = build_bert(cfg, vocab_size, pad_id)
-    load_strict(model, state_from_hf(state, source=str(path)), source=str(path),
-                allow_missing=HEADS if encoder_only else (),
-                hint="" if encoder_only else "a BertForPreTraining checkpoint with both heads is needed")
+    load_strict(
+        model,
+        state_from_hf(state, source=str(path)),
+        source=str(path),
+        allow_missing=HEADS if encoder_only else (),
+        hint="" if encoder_only else "a BertForPreTraining checkpoint with both heads is needed",
+    )
     return LoadedBert(model.eval(), tokenizer, cfg, directory)
 
 
@@ -102,11 +115,14 @@ def download(repo_id: str) -> Path:
     """The hub snapshot of `repo_id` (config, vocabulary, weights) in the Hugging Face cache;
     needs internet the first time."""
     from huggingface_hub import snapshot_download
+
     try:
         return Path(snapshot_download(repo_id, allow_patterns=HUB_FILES))
     except Exception as err:  # offline, unknown name, hub errors: one message
-        raise UserError(f"cannot download {repo_id!r} from the Hugging Face hub "
-                        f"({type(err).__name__}: {err}); offline, pass a local directory") from None
+        raise UserError(
+            f"cannot download {repo_id!r} from the Hugging Face hub "
+            f"({type(err).__name__}: {err}); offline, pass a local directory"
+        ) from None
 
 
 def write_hf_directory(loaded: LoadedBert, out: str | Path) -> Path:
@@ -120,9 +136,17 @@ def write_hf_directory(loaded: LoadedBert, out: str | Path) -> Path:
     state = {k: v.detach().contiguous() for k, v in state_to_hf(model.state_dict()).items()}
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "vocab.txt").write_text(tokenizer.vocab_text())
-    (out / "tokenizer_config.json").write_text(json.dumps(
-        {"tokenizer_class": "BertTokenizer", "do_lower_case": tokenizer.lowercase,
-         "model_max_length": loaded.config.max_len}, indent=2) + "\n")
+    (out / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "BertTokenizer",
+                "do_lower_case": tokenizer.lowercase,
+                "model_max_length": loaded.config.max_len,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     return out
 
 

@@ -11,8 +11,19 @@ from zoo.blocks import ACTIVATIONS, NORMS, POSITIONS
 from zoo.config import Invalid
 
 CHOICES = {"activation": ACTIVATIONS, "norm": NORMS, "positions": POSITIONS}
-POSITIVE = ("dim", "num_heads", "ffn_dim", "max_len", "encoder_layers", "decoder_layers",
-            "num_layers", "image_size", "patch_size", "in_chans", "num_classes")
+POSITIVE = (
+    "dim",
+    "num_heads",
+    "ffn_dim",
+    "max_len",
+    "encoder_layers",
+    "decoder_layers",
+    "num_layers",
+    "image_size",
+    "patch_size",
+    "in_chans",
+    "num_classes",
+)
 
 
 def check_model_values(cfg: Any) -> None:

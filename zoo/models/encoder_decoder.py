@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
-from zoo.blocks import (Decoder, DecoderCache, Encoder, LayerSpec, SequenceEmbedding,
-                        TokenEmbedding, init_transformer_, padding_mask)
+from zoo.blocks import (
+    Decoder,
+    DecoderCache,
+    Encoder,
+    LayerSpec,
+    SequenceEmbedding,
+    TokenEmbedding,
+    init_transformer_,
+    padding_mask,
+)
 from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 from zoo.config import UserError
 from zoo.models.checks import check_model_values
@@ -33,14 +41,28 @@ class ModelConfig:
     activation: str = field(default="relu", metadata={"help": "feed-forward activation: relu | gelu"})
     norm: str = field(default="layer", metadata={"help": "normalisation: layer | rms"})
     pre_norm: bool = field(default=False, metadata={"help": "pre-norm residuals (the paper: post-norm)"})
-    positions: str = field(default="sinusoidal", metadata={"help": "position encodings: sinusoidal | learned"})
-    max_len: int = field(default=1024, metadata={
-        "help": "longest source or target sequence (position table size; decoding stops before it)"})
-    share_embeddings: bool = field(default=True, metadata={
-        "help": "one matrix for source and target embeddings and the output projection (the paper; "
-                "needs one joint vocabulary, so equal source and target sizes)"})
-    window: int | None = field(default=None, metadata={
-        "help": "restricted self-attention: each position sees +-window positions (None = full attention)"})
+    positions: str = field(
+        default="sinusoidal", metadata={"help": "position encodings: sinusoidal | learned"}
+    )
+    max_len: int = field(
+        default=1024,
+        metadata={
+            "help": "longest source or target sequence (position table size; decoding stops before it)"
+        },
+    )
+    share_embeddings: bool = field(
+        default=True,
+        metadata={
+            "help": "one matrix for source and target embeddings and the output projection (the paper; "
+            "needs one joint vocabulary, so equal source and target sizes)"
+        },
+    )
+    window: int | None = field(
+        default=None,
+        metadata={
+            "help": "restricted self-attention: each position sees +-window positions (None = full attention)"
+        },
+    )
 
     def check(self) -> None:
         check_model_values(self)
@@ -62,8 +84,17 @@ class Transformer(nn.Module):
         max_len: positions the embeddings cover; decoders stop before the target runs past it.
     """
 
-    def __init__(self, src_embed: SequenceEmbedding, tgt_embed: SequenceEmbedding, encoder: Encoder,
-                 decoder: Decoder, output: nn.Linear, *, pad_idx: int, max_len: int) -> None:
+    def __init__(
+        self,
+        src_embed: SequenceEmbedding,
+        tgt_embed: SequenceEmbedding,
+        encoder: Encoder,
+        decoder: Decoder,
+        output: nn.Linear,
+        *,
+        pad_idx: int,
+        max_len: int,
+    ) -> None:
         super().__init__()
         self.src_embed, self.tgt_embed = src_embed, tgt_embed
         self.encoder, self.decoder = encoder, decoder
@@ -76,8 +107,9 @@ class Transformer(nn.Module):
         memory_mask = padding_mask(src, self.pad_idx)
         return self.encoder(self.src_embed(src), pad_mask=memory_mask), memory_mask
 
-    def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
-               cache: DecoderCache | None = None) -> Tensor:
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: DecoderCache | None = None
+    ) -> Tensor:
         """tgt_in (B, T) -> logits (B, T, V).
 
         With a cache, `tgt_in` holds only the new tokens (positions cache.offset..), and `memory`
@@ -85,8 +117,9 @@ class Transformer(nn.Module):
         """
         return self.output(self.decoder_states(tgt_in, memory, memory_mask, cache))
 
-    def decoder_states(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor,
-                       cache: DecoderCache | None = None) -> Tensor:
+    def decoder_states(
+        self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: DecoderCache | None = None
+    ) -> Tensor:
         """tgt_in (B, T) -> the decoder's output (B, T, D), before the output projection."""
         offset = cache.offset if cache is not None else 0
         return self.decoder(self.tgt_embed(tgt_in, offset), memory, memory_mask=memory_mask, cache=cache)
@@ -102,8 +135,15 @@ class Transformer(nn.Module):
             return self.decoder.new_cache()
         return DecoderCache.empty(len(self.decoder.layers), beams=beams)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, targets: Tensor | None = None, *,
-                smoothing: float = 0.0, encoder_inputs: tuple[Tensor, ...] = ()) -> Tensor | LossSums:
+    def forward(
+        self,
+        src: Tensor,
+        tgt_in: Tensor,
+        targets: Tensor | None = None,
+        *,
+        smoothing: float = 0.0,
+        encoder_inputs: tuple[Tensor, ...] = (),
+    ) -> Tensor | LossSums:
         """Teacher-forced logits (B, T, V) of the next target tokens; or, given `targets` (B, T)
         (padding = the model's pad id), the sums of their label-smoothed loss, NLL and count,
         with the projection and the loss fused so that no (B, T, V) tensor is ever made (as
@@ -113,8 +153,9 @@ class Transformer(nn.Module):
         if targets is None:
             return self.decode(tgt_in, memory, memory_mask)
         states = self.decoder_states(tgt_in, memory, memory_mask)
-        return linear_cross_entropy(states, self.output.weight, targets, smoothing=smoothing,
-                                    ignore_index=self.pad_idx)
+        return linear_cross_entropy(
+            states, self.output.weight, targets, smoothing=smoothing, ignore_index=self.pad_idx
+        )
 
 
 def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_idx: int) -> Transformer:
@@ -131,19 +172,35 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_
         pad_idx: padding id of both vocabularies (its embedding rows are zero and get no gradient).
     """
     if cfg.share_embeddings and src_vocab_size != tgt_vocab_size:
-        raise UserError(f"model.share_embeddings=true needs one joint vocabulary, but the source "
-                        f"has {src_vocab_size} ids and the target {tgt_vocab_size}; set "
-                        f"model.share_embeddings=false")
+        raise UserError(
+            f"model.share_embeddings=true needs one joint vocabulary, but the source "
+            f"has {src_vocab_size} ids and the target {tgt_vocab_size}; set "
+            f"model.share_embeddings=false"
+        )
 
     def embedding(vocab_size: int, tokens: TokenEmbedding | None) -> SequenceEmbedding:
-        return SequenceEmbedding(vocab_size, cfg.dim, max_len=cfg.max_len, padding_idx=pad_idx,
-                                 positions=cfg.positions, dropout=cfg.dropout,
-                                 token_embedding=tokens)
+        return SequenceEmbedding(
+            vocab_size,
+            cfg.dim,
+            max_len=cfg.max_len,
+            padding_idx=pad_idx,
+            positions=cfg.positions,
+            dropout=cfg.dropout,
+            token_embedding=tokens,
+        )
 
-    spec = LayerSpec(cfg.dim, cfg.num_heads, cfg.ffn_dim, dropout=cfg.dropout,
-                     attn_dropout=cfg.attn_dropout, ffn_dropout=cfg.ffn_dropout,
-                     activation=cfg.activation, norm=cfg.norm, pre_norm=cfg.pre_norm,
-                     window=cfg.window)
+    spec = LayerSpec(
+        cfg.dim,
+        cfg.num_heads,
+        cfg.ffn_dim,
+        dropout=cfg.dropout,
+        attn_dropout=cfg.attn_dropout,
+        ffn_dropout=cfg.ffn_dropout,
+        activation=cfg.activation,
+        norm=cfg.norm,
+        pre_norm=cfg.pre_norm,
+        window=cfg.window,
+    )
     src_embed = embedding(src_vocab_size, None)
     tgt_embed = embedding(tgt_vocab_size, src_embed.tokens if cfg.share_embeddings else None)
     encoder = Encoder.uniform(cfg.encoder_layers, spec)
@@ -156,6 +213,5 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_
     if cfg.share_embeddings:
         output.weight = tgt_embed.tokens.weight
     else:
-        nn.init.normal_(output.weight, mean=0.0, std=cfg.dim ** -0.5)
-    return Transformer(src_embed, tgt_embed, encoder, decoder, output, pad_idx=pad_idx,
-                       max_len=cfg.max_len)
+        nn.init.normal_(output.weight, mean=0.0, std=cfg.dim**-0.5)
+    return Transformer(src_embed, tgt_embed, encoder, decoder, output, pad_idx=pad_idx, max_len=cfg.max_len)

@@ -8,6 +8,22 @@ from zoo.train.losses import label_smoothed_cross_entropy
 from zoo.train.runner import FitResult, Runner, TrainingDiverged, fit, move_to
 from zoo.train.task import RunContext, Task, Term
 
-__all__ = ["FitResult", "Interrupted", "OptimConfig", "RunConfig", "RunContext", "Runner",
-           "ScheduleConfig", "Task", "Term", "TrainConfig", "Trained", "TrainingDiverged",
-           "evaluation", "fit", "label_smoothed_cross_entropy", "load_trained", "move_to"]
+__all__ = [
+    "FitResult",
+    "Interrupted",
+    "OptimConfig",
+    "RunConfig",
+    "RunContext",
+    "Runner",
+    "ScheduleConfig",
+    "Task",
+    "Term",
+    "TrainConfig",
+    "Trained",
+    "TrainingDiverged",
+    "evaluation",
+    "fit",
+    "label_smoothed_cross_entropy",
+    "load_trained",
+    "move_to",
+]

@@ -12,16 +12,15 @@ state dict, since their mean is meaningless.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from torch import Tensor
 
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
-from zoo.train.checkpoint import (ema_weights, load_checkpoint, save_atomic,
-                                  step_checkpoints)
+from zoo.train.checkpoint import ema_weights, load_checkpoint, save_atomic, step_checkpoints
 
 
 def average_state_dicts(states: Iterable[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -34,24 +33,28 @@ def average_state_dicts(states: Iterable[dict[str, Tensor]]) -> dict[str, Tensor
     count = 0
     for state in states:
         if count and state.keys() != last.keys():
-            raise ValueError(f"state dict {count} has keys {sorted(state.keys() ^ last.keys())} "
-                             "that the others lack (or lacks theirs)")
+            raise ValueError(
+                f"state dict {count} has keys {sorted(state.keys() ^ last.keys())} "
+                "that the others lack (or lacks theirs)"
+            )
         for key, value in state.items():
             if count and value.shape != last[key].shape:
-                raise ValueError(f"{key}: shape {tuple(value.shape)} differs from "
-                                 f"{tuple(last[key].shape)}")
+                raise ValueError(f"{key}: shape {tuple(value.shape)} differs from {tuple(last[key].shape)}")
             if value.is_floating_point():
                 sums[key] = value.double() if count == 0 else sums[key].add_(value.double())
         last, count = state, count + 1
     if count == 0:
         raise ValueError("nothing to average")
-    return {key: (sums[key] / count).to(value.dtype) if key in sums else value.clone()
-            for key, value in last.items()}
+    return {
+        key: (sums[key] / count).to(value.dtype) if key in sums else value.clone()
+        for key, value in last.items()
+    }
 
 
 def average_checkpoints(paths: list[str | Path]) -> dict[str, Tensor]:
     """The mean of the evaluated weights of zoo checkpoints (EMA when kept, else "model"),
     loaded one at a time."""
+
     def models() -> Iterable[dict[str, Tensor]]:
         for path in paths:
             state = load_checkpoint(path)
@@ -71,8 +74,9 @@ def average_run(run_dir: Path, last: int, output: Path) -> list[Path]:
     """Write the average of the newest `last` step checkpoints of `run_dir` to `output`."""
     found = step_checkpoints(run_dir / "checkpoints")
     if len(found) < last:
-        raise UserError(f"{run_dir / 'checkpoints'}: {len(found)} step checkpoint(s), fewer "
-                        f"than --last {last}")
+        raise UserError(
+            f"{run_dir / 'checkpoints'}: {len(found)} step checkpoint(s), fewer than --last {last}"
+        )
     paths = found[-last:]
     newest = load_checkpoint(paths[-1])
     state = {key: newest[key] for key in CARRIED_KEYS if key in newest}
@@ -86,7 +90,9 @@ def average_run(run_dir: Path, last: int, output: Path) -> list[Path]:
 class AverageConfig:
     run: str = field(default="", metadata={"help": "run directory (holding checkpoints/step_*.pt)"})
     last: int = field(default=5, metadata={"help": "how many of the newest step checkpoints to average"})
-    output: str = field(default="", metadata={"help": "output file ('' = RUN/averaged.pt, where --checkpoint averaged looks)"})
+    output: str = field(
+        default="", metadata={"help": "output file ('' = RUN/averaged.pt, where --checkpoint averaged looks)"}
+    )
 
 
 @main_guard

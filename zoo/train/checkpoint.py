@@ -26,7 +26,6 @@ from torch import Tensor, nn
 from zoo.atomic import atomic_open
 from zoo.config import ConfigError, UserError, from_yaml, load_config
 
-
 STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 # What a step checkpoint must hold for training to resume from it.
 RESUME_KEYS = ("model", "optimizer", "scheduler", "step", "position", "rng", "config")
@@ -61,11 +60,14 @@ def load_checkpoint(path: str | Path) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        raise UserError(f"{path}: refused to load: it holds objects other than tensors and plain "
-                        f"containers, which could run code ({str(err).splitlines()[0][:200]})") from None
+        raise UserError(
+            f"{path}: refused to load: it holds objects other than tensors and plain "
+            f"containers, which could run code ({str(err).splitlines()[0][:200]})"
+        ) from None
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
-        raise UserError(f"{path}: not a readable checkpoint (truncated or corrupt?): "
-                        f"{str(err).splitlines()[0][:200]}") from None
+        raise UserError(
+            f"{path}: not a readable checkpoint (truncated or corrupt?): {str(err).splitlines()[0][:200]}"
+        ) from None
     if not isinstance(state, dict):
         raise UserError(f"{path}: not a zoo checkpoint (top level is {type(state).__name__})")
     return state
@@ -84,12 +86,17 @@ def load_weights(model: nn.Module, weights: dict[str, Tensor], source: Path | st
     own = model.state_dict()
     missing = sorted(own.keys() - weights.keys())
     unused = sorted(weights.keys() - own.keys())
-    shapes = [f"{k} {tuple(weights[k].shape)} vs {tuple(v.shape)}" for k, v in own.items()
-              if k in weights and weights[k].shape != v.shape]
+    shapes = [
+        f"{k} {tuple(weights[k].shape)} vs {tuple(v.shape)}"
+        for k, v in own.items()
+        if k in weights and weights[k].shape != v.shape
+    ]
     if missing or unused or shapes:
-        parts = [f"{label}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
-                 for label, keys in (("missing", missing), ("unexpected", unused),
-                                     ("shape mismatch", shapes)) if keys]
+        parts = [
+            f"{label}: {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''}"
+            for label, keys in (("missing", missing), ("unexpected", unused), ("shape mismatch", shapes))
+            if keys
+        ]
         raise UserError(f"{source}: weights do not fit this model ({'; '.join(parts)})")
     model.load_state_dict(weights)
     return model
@@ -116,8 +123,9 @@ class CheckpointManager:
         best_mode: "max" or "min".
     """
 
-    def __init__(self, directory: Path, *, keep_last: int, best_metric: str = "",
-                 best_mode: str = "max") -> None:
+    def __init__(
+        self, directory: Path, *, keep_last: int, best_metric: str = "", best_mode: str = "max"
+    ) -> None:
         if best_mode not in ("max", "min"):
             raise UserError(f"key 'train.best_mode': must be max or min, not {best_mode!r}")
         self.directory = Path(directory)
@@ -168,8 +176,10 @@ class CheckpointManager:
                 state = load_checkpoint(path)
                 lacking = [k for k in RESUME_KEYS if k not in state]
                 if lacking:
-                    raise UserError(f"{path}: not a step checkpoint (lacks {', '.join(lacking)}; "
-                                    "an averaged or exported model?)")
+                    raise UserError(
+                        f"{path}: not a step checkpoint (lacks {', '.join(lacking)}; "
+                        "an averaged or exported model?)"
+                    )
                 return path, state
             except UserError as err:
                 aside = path.with_name(path.name + UNREADABLE_SUFFIX)
@@ -177,9 +187,11 @@ class CheckpointManager:
                 # A notice, not an error: stdout, so stderr keeps only a failure's one line.
                 print(f"skipping {err}; renamed to {aside.name}", flush=True)
         if found:
-            raise UserError(f"{self.directory}: none of the {len(found)} step checkpoints can be "
-                            "resumed (renamed *.unreadable); move the run away or pass "
-                            "--train.resume=false to start over")
+            raise UserError(
+                f"{self.directory}: none of the {len(found)} step checkpoints can be "
+                "resumed (renamed *.unreadable); move the run away or pass "
+                "--train.resume=false to start over"
+            )
         return None
 
 
@@ -188,9 +200,9 @@ class Trained(Generic[C]):
     """A trained model's recipe and weights, as `load_trained` found them."""
 
     cfg: C
-    weights: dict[str, Tensor]     # EMA weights when the run kept them, else the model's
-    artifacts: dict[str, bytes]    # files the task keeps in its checkpoints (its tokenizer)
-    path: Path                     # the checkpoint file
+    weights: dict[str, Tensor]  # EMA weights when the run kept them, else the model's
+    artifacts: dict[str, bytes]  # files the task keeps in its checkpoints (its tokenizer)
+    path: Path  # the checkpoint file
     run_dir: Path
     step: int
     ema: bool
@@ -225,13 +237,16 @@ def resolve_checkpoint(source: str | Path, which: str = "best") -> tuple[Path, P
         return steps[-1], source
     path = source / "averaged.pt" if which == "averaged" else Path(which)
     if not path.is_file():
-        raise UserError(f"checkpoint not found: {path}"
-                        + (" (write it with python -m zoo.train.average RUN)" if which == "averaged" else ""))
+        raise UserError(
+            f"checkpoint not found: {path}"
+            + (" (write it with python -m zoo.train.average RUN)" if which == "averaged" else "")
+        )
     return path, source
 
 
-def load_trained(source: str | Path, schema: type[C], *, which: str = "best",
-                 overrides: list[str] | None = None) -> Trained[C]:
+def load_trained(
+    source: str | Path, schema: type[C], *, which: str = "best", overrides: list[str] | None = None
+) -> Trained[C]:
     """The one loader of trained models for every evaluation and inference CLI.
 
     Args:
@@ -247,8 +262,10 @@ def load_trained(source: str | Path, schema: type[C], *, which: str = "best",
         raise UserError(f"{path}: not a zoo training checkpoint (no 'config' or 'model' entry)")
     saved_schema = state.get("schema")
     if saved_schema is not None and saved_schema != schema_name(schema):
-        raise UserError(f"{path}: a checkpoint of {saved_schema}, not of {schema_name(schema)}: "
-                        "use the evaluate/inference commands of the task that trained it")
+        raise UserError(
+            f"{path}: a checkpoint of {saved_schema}, not of {schema_name(schema)}: "
+            "use the evaluate/inference commands of the task that trained it"
+        )
     for item in overrides or []:
         if item.lstrip("-").startswith("model."):
             raise UserError(f"override {item!r}: the model comes from the checkpoint and cannot change")
@@ -259,10 +276,16 @@ def load_trained(source: str | Path, schema: type[C], *, which: str = "best",
     except ConfigError as err:
         raise UserError(f"{path}: {err}") from None
     except Exception as err:  # a config of another task fails inside OmegaConf's merge
-        raise UserError(f"{path}: its config does not fit {schema_name(schema)} "
-                        f"({str(err).splitlines()[0][:200]})") from None
+        raise UserError(
+            f"{path}: its config does not fit {schema_name(schema)} ({str(err).splitlines()[0][:200]})"
+        ) from None
     ema = ema_weights(state)
-    return Trained(cfg=cfg, weights=ema if ema is not None else state["model"],
-                   artifacts=dict(state.get("artifacts", {})), path=path, run_dir=run_dir,
-                   step=int(state.get("step", 0)), ema=ema is not None)
-
+    return Trained(
+        cfg=cfg,
+        weights=ema if ema is not None else state["model"],
+        artifacts=dict(state.get("artifacts", {})),
+        path=path,
+        run_dir=run_dir,
+        step=int(state.get("step", 0)),
+        ema=ema is not None,
+    )

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 @dataclass
 class TrainConfig:
-    out_dir: str = field(default="runs/default", metadata={"help": "run directory (config, checkpoints, metrics)"})
+    out_dir: str = field(
+        default="runs/default", metadata={"help": "run directory (config, checkpoints, metrics)"}
+    )
     seed: int = field(default=0, metadata={"help": "seed for parameters, data order and dropout"})
     device: str = field(default="auto", metadata={"help": "auto | cpu | cuda"})
     precision: str = field(default="fp32", metadata={"help": "fp32 | bf16 (autocast on CPU and GPU)"})
@@ -23,15 +25,34 @@ class TrainConfig:
     eval_every: int = field(default=0, metadata={"help": "steps between evaluations (0 = only at the end)"})
     save_every: int = field(default=0, metadata={"help": "steps between checkpoints (0 = only at the end)"})
     keep_last: int = field(default=3, metadata={"help": "checkpoints to keep besides the best"})
-    best_metric: str = field(default="", metadata={"help": "evaluation metric that picks best.pt ('' = none)"})
+    best_metric: str = field(
+        default="", metadata={"help": "evaluation metric that picks best.pt ('' = none)"}
+    )
     best_mode: str = field(default="max", metadata={"help": "max | min: which way best_metric improves"})
-    resume: bool = field(default=True, metadata={"help": "continue the run in out_dir from its newest valid checkpoint (false: move the old run aside into out_dir/replaced-TIME/ and start over)"})
-    nan_policy: str = field(default="stop", metadata={"help": "stop | skip a step whose loss or gradient norm is NaN/inf"})
-    nan_max_skips: int = field(default=10, metadata={"help": "skip policy: stop after this many non-finite steps in a row"})
+    resume: bool = field(
+        default=True,
+        metadata={
+            "help": "continue the run in out_dir from its newest valid checkpoint (false: move the old run aside into out_dir/replaced-TIME/ and start over)"
+        },
+    )
+    nan_policy: str = field(
+        default="stop", metadata={"help": "stop | skip a step whose loss or gradient norm is NaN/inf"}
+    )
+    nan_max_skips: int = field(
+        default=10, metadata={"help": "skip policy: stop after this many non-finite steps in a row"}
+    )
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     tensorboard: bool = field(default=True, metadata={"help": "also write TensorBoard event files"})
-    ema_decay: float = field(default=0.0, metadata={"help": "keep an EMA of the weights with this decay (0 = off); evaluation uses it"})
-    init_from: str = field(default="", metadata={"help": "start a new run from the model weights of this checkpoint file or run directory (its last step); optimizer, schedule and data order start afresh; ignored when resuming"})
+    ema_decay: float = field(
+        default=0.0,
+        metadata={"help": "keep an EMA of the weights with this decay (0 = off); evaluation uses it"},
+    )
+    init_from: str = field(
+        default="",
+        metadata={
+            "help": "start a new run from the model weights of this checkpoint file or run directory (its last step); optimizer, schedule and data order start afresh; ignored when resuming"
+        },
+    )
 
 
 @dataclass
@@ -40,13 +61,23 @@ class OptimConfig:
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate"})
     betas: list[float] = field(default_factory=lambda: [0.9, 0.98], metadata={"help": "Adam betas"})
     eps: float = field(default=1e-9, metadata={"help": "Adam epsilon"})
-    weight_decay: float = field(default=0.0, metadata={"help": "decoupled (adamw) or L2 weight decay; never on norms, biases or no_weight_decay() names"})
+    weight_decay: float = field(
+        default=0.0,
+        metadata={
+            "help": "decoupled (adamw) or L2 weight decay; never on norms, biases or no_weight_decay() names"
+        },
+    )
     momentum: float = field(default=0.9, metadata={"help": "SGD momentum"})
 
 
 @dataclass
 class ScheduleConfig:
-    name: str = field(default="inverse_sqrt", metadata={"help": "inverse_sqrt (the paper) | cosine | linear (BERT: warm-up, then linear decay to 0) | constant"})
+    name: str = field(
+        default="inverse_sqrt",
+        metadata={
+            "help": "inverse_sqrt (the paper) | cosine | linear (BERT: warm-up, then linear decay to 0) | constant"
+        },
+    )
     warmup_steps: int = field(default=4000, metadata={"help": "linear warm-up steps"})
     min_lr_ratio: float = field(default=0.0, metadata={"help": "cosine: final lr as a fraction of the peak"})
 

@@ -34,7 +34,7 @@ class StopRequest:
     def name(self) -> str:
         return signal.Signals(self.signum).name if self.signum is not None else ""
 
-    def __enter__(self) -> "StopRequest":
+    def __enter__(self) -> StopRequest:
         if threading.current_thread() is threading.main_thread():  # signals go to the main thread
             for sig in self.SIGNALS:
                 self._previous[sig] = signal.signal(sig, self._handle)

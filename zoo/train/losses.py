@@ -6,8 +6,9 @@ import torch
 from torch import Tensor
 
 
-def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, *, smoothing: float = 0.0,
-                                 ignore_index: int = -100) -> tuple[Tensor, Tensor, Tensor]:
+def label_smoothed_cross_entropy(
+    logits: Tensor, target: Tensor, *, smoothing: float = 0.0, ignore_index: int = -100
+) -> tuple[Tensor, Tensor, Tensor]:
     """Cross-entropy against (1 - eps) * one_hot + eps / V (the paper's eps_ls = 0.1).
 
     Args:

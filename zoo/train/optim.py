@@ -27,8 +27,11 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
         scale = next((s for prefix, s in scales.items() if name.startswith(prefix)), 1.0)
         decays = param.ndim >= 2 and name not in skip
         groups.setdefault((scale, decays), []).append(param)
-    return [{"params": params, "weight_decay": weight_decay if decays else 0.0, "lr_scale": scale}
-            for (scale, decays), params in groups.items() if params or scale == 1.0]
+    return [
+        {"params": params, "weight_decay": weight_decay if decays else 0.0, "lr_scale": scale}
+        for (scale, decays), params in groups.items()
+        if params or scale == 1.0
+    ]
 
 
 def build_optimizer(model: nn.Module, cfg: OptimConfig) -> torch.optim.Optimizer:

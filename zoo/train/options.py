@@ -15,8 +15,10 @@ class CheckpointOptions:
     """Which trained model: `zoo.train.load_trained(run, which=checkpoint)`."""
 
     run: str = field(default="", metadata={"help": "a run directory, or a checkpoint file (required)"})
-    checkpoint: str = field(default="best", metadata={
-        "help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"})
+    checkpoint: str = field(
+        default="best",
+        metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"},
+    )
 
 
 @dataclass

@@ -41,8 +41,11 @@ def frozen_differences(saved_yaml: str, current_yaml: str) -> list[str]:
     old = flatten(OmegaConf.to_container(OmegaConf.create(saved_yaml)))
     new = flatten(OmegaConf.to_container(OmegaConf.create(current_yaml)))
     keys = sorted(k for k in old.keys() | new.keys() if k.startswith(FROZEN_SECTIONS) or k in FROZEN_KEYS)
-    return [f"{k} ({old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r})"
-            for k in keys if old.get(k) != new.get(k)]
+    return [
+        f"{k} ({old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r})"
+        for k in keys
+        if old.get(k) != new.get(k)
+    ]
 
 
 class RunDirectory:
@@ -96,7 +99,9 @@ class RunDirectory:
             probe.unlink()
         except OSError as err:
             reason = "disk full" if err.errno == errno.ENOSPC else (err.strerror or str(err))
-            raise UserError(f"run directory {self.path} (train.out_dir) cannot be written: {reason}") from None
+            raise UserError(
+                f"run directory {self.path} (train.out_dir) cannot be written: {reason}"
+            ) from None
 
     def _lock(self) -> None:
         fd = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -105,8 +110,10 @@ class RunDirectory:
         except BlockingIOError:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
             os.close(fd)
-            raise UserError(f"run directory {self.path} is in use by {holder}: one run per "
-                            "directory (choose another train.out_dir)") from None
+            raise UserError(
+                f"run directory {self.path} is in use by {holder}: one run per "
+                "directory (choose another train.out_dir)"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}".encode())
         self._lock_fd = fd
@@ -123,10 +130,12 @@ class RunDirectory:
             return
         differences = frozen_differences(saved.read_text(), config_yaml)
         if differences:
-            raise UserError(f"{saved}: the run in {self.path} was trained with other model/data "
-                            f"settings: {'; '.join(differences)}. Use the same settings to resume, "
-                            "another train.out_dir, or --train.resume=false to start over "
-                            "(the old run is moved aside, not deleted)")
+            raise UserError(
+                f"{saved}: the run in {self.path} was trained with other model/data "
+                f"settings: {'; '.join(differences)}. Use the same settings to resume, "
+                "another train.out_dir, or --train.resume=false to start over "
+                "(the old run is moved aside, not deleted)"
+            )
 
     def _move_aside(self) -> Path:
         """Move every entry but the lock into PATH/replaced-<time>/ (nothing is deleted)."""

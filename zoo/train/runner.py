@@ -14,9 +14,10 @@ import json
 import logging
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,11 +26,21 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from zoo.config import UserError, to_yaml
-from zoo.train.checkpoint import (CheckpointManager, load_checkpoint, load_weights, resolve_checkpoint,
-                                  schema_name)
+from zoo.train.checkpoint import (
+    CheckpointManager,
+    load_checkpoint,
+    load_weights,
+    resolve_checkpoint,
+    schema_name,
+)
 from zoo.train.config import RunConfig, TrainConfig
-from zoo.train.distributed import (all_gather_objects, all_reduce_sum, barrier, broadcast_object,
-                                   init_distributed)
+from zoo.train.distributed import (
+    all_gather_objects,
+    all_reduce_sum,
+    barrier,
+    broadcast_object,
+    init_distributed,
+)
 from zoo.train.evaluation import autocast, evaluation
 from zoo.train.interrupt import Interrupted, StopRequest
 from zoo.train.metrics_log import MetricsLog
@@ -48,11 +59,11 @@ class TrainingDiverged(UserError):
 
 @dataclass
 class FitResult:
-    model: nn.Module      # the evaluated weights (the EMA copy when EMA is on), eval mode
+    model: nn.Module  # the evaluated weights (the EMA copy when EMA is on), eval mode
     metrics: dict[str, float]
     run_dir: Path
     step: int
-    run: RunContext       # rank, device, precision: run further evaluation as the run did
+    run: RunContext  # rank, device, precision: run further evaluation as the run did
 
 
 @dataclass
@@ -72,8 +83,9 @@ def move_to(obj: Any, device: torch.device) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(move_to(v, device) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.replace(obj, **{f.name: move_to(getattr(obj, f.name), device)
-                                           for f in dataclasses.fields(obj) if f.init})
+        return dataclasses.replace(
+            obj, **{f.name: move_to(getattr(obj, f.name), device) for f in dataclasses.fields(obj) if f.init}
+        )
     return obj
 
 
@@ -83,8 +95,16 @@ def check_train_config(tc: TrainConfig) -> None:
     for key, allowed in choices.items():
         if getattr(tc, key) not in allowed:
             raise UserError(f"key 'train.{key}': must be {' or '.join(allowed)}, not {getattr(tc, key)!r}")
-    for key, least in (("grad_accum", 1), ("log_every", 1), ("max_steps", 0), ("eval_every", 0),
-                       ("save_every", 0), ("keep_last", 1), ("nan_max_skips", 1), ("threads", 0)):
+    for key, least in (
+        ("grad_accum", 1),
+        ("log_every", 1),
+        ("max_steps", 0),
+        ("eval_every", 0),
+        ("save_every", 0),
+        ("keep_last", 1),
+        ("nan_max_skips", 1),
+        ("threads", 0),
+    ):
         if getattr(tc, key) < least:
             raise UserError(f"key 'train.{key}': must be at least {least}, not {getattr(tc, key)}")
 
@@ -98,8 +118,12 @@ class Runner:
         if self.tc.threads > 0:
             torch.set_num_threads(self.tc.threads)
         env = init_distributed(self.tc.device)
-        self.run = RunContext(**dataclasses.asdict(env), run_dir=Path(self.tc.out_dir),
-                              seed=self.tc.seed, precision=self.tc.precision)
+        self.run = RunContext(
+            **dataclasses.asdict(env),
+            run_dir=Path(self.tc.out_dir),
+            seed=self.tc.seed,
+            precision=self.tc.precision,
+        )
         self.run_dir = self.run.run_dir
         self.unit_name = getattr(task, "unit_name", "units")
         self.directory = RunDirectory(self.run_dir)
@@ -127,11 +151,17 @@ class Runner:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(self.model, cfg.optim)
         self.scheduler = build_schedule(self.optimizer, cfg.schedule, self.tc.max_steps)
-        self.ema = (AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(self.tc.ema_decay),
-                                  use_buffers=True) if self.tc.ema_decay > 0 else None)
-        self.checkpoints = CheckpointManager(self.run_dir / "checkpoints", keep_last=self.tc.keep_last,
-                                             best_metric=self.tc.best_metric,
-                                             best_mode=self.tc.best_mode)
+        self.ema = (
+            AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(self.tc.ema_decay), use_buffers=True)
+            if self.tc.ema_decay > 0
+            else None
+        )
+        self.checkpoints = CheckpointManager(
+            self.run_dir / "checkpoints",
+            keep_last=self.tc.keep_last,
+            best_metric=self.tc.best_metric,
+            best_mode=self.tc.best_mode,
+        )
         self.step, self.position, self.best = 0, DataPosition(), None
         self.last_metrics: dict[str, float] = {}
         seed_everything(self.tc.seed + self.run.rank)  # independent dropout per rank
@@ -168,10 +198,16 @@ class Runner:
         if len(rngs) == self.run.world_size:
             set_rng_state(rngs[self.run.rank])
         else:
-            log.warning("checkpoint has RNG states of %d ranks, this run has %d: dropout will "
-                        "differ from an uninterrupted run", len(rngs), self.run.world_size)
-        self._print(f"resumed from {path} at step {self.step} "
-                    f"(epoch {self.position.epoch}, batch {self.position.batch})")
+            log.warning(
+                "checkpoint has RNG states of %d ranks, this run has %d: dropout will "
+                "differ from an uninterrupted run",
+                len(rngs),
+                self.run.world_size,
+            )
+        self._print(
+            f"resumed from {path} at step {self.step} "
+            f"(epoch {self.position.epoch}, batch {self.position.batch})"
+        )
 
     def _init_from(self, source: str) -> None:
         """Weights only, as fairseq's --restore-file with --reset-optimizer: continued
@@ -187,9 +223,11 @@ class Runner:
             for param in group["params"]:
                 for key, value in self.optimizer.state.get(param, {}).items():
                     if isinstance(value, torch.Tensor) and value.ndim and value.shape != param.shape:
-                        raise UserError(f"{path}: optimizer state '{key}' has shape {tuple(value.shape)} "
-                                        f"where this model has a parameter of {tuple(param.shape)}: "
-                                        "the checkpoint comes from a different model definition")
+                        raise UserError(
+                            f"{path}: optimizer state '{key}' has shape {tuple(value.shape)} "
+                            f"where this model has a parameter of {tuple(param.shape)}: "
+                            "the checkpoint comes from a different model definition"
+                        )
 
     def _print(self, text: str) -> None:
         if self.run.is_main:
@@ -214,8 +252,12 @@ class Runner:
         throughput count."""
         counts = [self.task.units(batch) for batch in micro]
         keys = list(counts[0])
-        totals = all_reduce_sum(torch.tensor([[c[k] for k in keys] for c in counts],
-                                             dtype=torch.float64, device=self.run.device).sum(0), self.run)
+        totals = all_reduce_sum(
+            torch.tensor(
+                [[c[k] for k in keys] for c in counts], dtype=torch.float64, device=self.run.device
+            ).sum(0),
+            self.run,
+        )
         units = dict(zip(keys, totals.tolist()))
         throughput = units.pop(self.unit_name) if self.unit_name in units else units[keys[0]]
         return units, throughput
@@ -245,8 +287,9 @@ class Runner:
             names, values = self._flatten(terms)
             sums = values if sums is None else sums + values
         # One all-reduce for every sum and the stop flag: a signal on any rank stops them all.
-        flag = torch.tensor([float(self.stop.signum is not None)], dtype=torch.float64,
-                            device=self.run.device)
+        flag = torch.tensor(
+            [float(self.stop.signum is not None)], dtype=torch.float64, device=self.run.device
+        )
         reduced = all_reduce_sum(torch.cat([sums, flag]), self.run).tolist()
         self.stop_everywhere = reduced.pop() > 0
         return self._finish_step(dict(zip(names, reduced)), units, throughput)
@@ -260,8 +303,9 @@ class Runner:
                 values.append(torch.as_tensor(value).detach().to(self.run.device, torch.float64))
         return names, torch.stack(values)
 
-    def _finish_step(self, sums: dict[str, float], units: dict[str, float],
-                     throughput: float) -> dict[str, float] | None:
+    def _finish_step(
+        self, sums: dict[str, float], units: dict[str, float], throughput: float
+    ) -> dict[str, float] | None:
         """Check the loss, clip, step the optimizer; the step's per-unit means for the log."""
         means: dict[str, float] = {}
         single = len(units) == 1
@@ -269,8 +313,11 @@ class Runner:
             term, metric = key.split(":", 1)
             means[metric if single else f"{term}_{metric}"] = value / units[term] if units[term] else 0.0
         loss = sum(means["loss" if single else f"{t}_loss"] for t in units)
-        grad_norm = (torch.nn.utils.clip_grad_norm_(self.params, self.tc.clip_norm).item()
-                     if self.tc.clip_norm > 0 else None)
+        grad_norm = (
+            torch.nn.utils.clip_grad_norm_(self.params, self.tc.clip_norm).item()
+            if self.tc.clip_norm > 0
+            else None
+        )
         if not math.isfinite(loss) or (grad_norm is not None and not math.isfinite(grad_norm)):
             self._skip_or_stop(f"loss {loss}, gradient norm {grad_norm}")
             return None
@@ -290,15 +337,20 @@ class Runner:
         self.optimizer.zero_grad(set_to_none=True)
         step = self.step + 1
         if self.tc.nan_policy == "stop":
-            raise TrainingDiverged(f"non-finite {what} at step {step} (set train.nan_policy=skip "
-                                   "to skip such steps)")
+            raise TrainingDiverged(
+                f"non-finite {what} at step {step} (set train.nan_policy=skip to skip such steps)"
+            )
         self.skipped_in_a_row += 1
         if not all(torch.isfinite(p).all() for p in self.params):
-            raise TrainingDiverged(f"step {step}: the weights themselves are no longer finite; "
-                                   "resume from an earlier checkpoint with a lower learning rate")
+            raise TrainingDiverged(
+                f"step {step}: the weights themselves are no longer finite; "
+                "resume from an earlier checkpoint with a lower learning rate"
+            )
         if self.skipped_in_a_row >= self.tc.nan_max_skips:
-            raise TrainingDiverged(f"{self.skipped_in_a_row} steps in a row had non-finite {what} "
-                                   f"(last at step {step}; train.nan_max_skips={self.tc.nan_max_skips})")
+            raise TrainingDiverged(
+                f"{self.skipped_in_a_row} steps in a row had non-finite {what} "
+                f"(last at step {step}; train.nan_max_skips={self.tc.nan_max_skips})"
+            )
         self._print(f"non-finite {what} at step {step}: step skipped")
 
     # ----- evaluation and checkpoints -----------------------------------------------------
@@ -347,11 +399,13 @@ class Runner:
         try:
             metrics = self.evaluate()
         except UserError as err:
-            raise UserError(f"evaluation at step {self.step} failed ({err}); training up to this "
-                            f"step is saved in {saved}") from None
+            raise UserError(
+                f"evaluation at step {self.step} failed ({err}); training up to this step is saved in {saved}"
+            ) from None
         except Exception as err:
-            raise RuntimeError(f"evaluation at step {self.step} failed; training up to this step "
-                               f"is saved in {saved}") from err
+            raise RuntimeError(
+                f"evaluation at step {self.step} failed; training up to this step is saved in {saved}"
+            ) from err
         if self.checkpoints.is_better(metrics, self.best):
             self.best = float(metrics[self.tc.best_metric])
             if self.run.is_main:
@@ -363,12 +417,19 @@ class Runner:
         tc, started = self.tc, time.time()
         if self.run.is_main:
             params = sum(p.numel() for p in self.model.parameters())
-            self._print(f"config:\n{to_yaml(self.cfg)}model: {params:,} parameters on "
-                        f"{self.run.device} x{self.run.world_size}, {tc.precision}")
+            self._print(
+                f"config:\n{to_yaml(self.cfg)}model: {params:,} parameters on "
+                f"{self.run.device} x{self.run.world_size}, {tc.precision}"
+            )
         metrics_log = MetricsLog(self.run_dir, enabled=self.run.is_main, tensorboard=tc.tensorboard)
         metrics_log.drop_after(self.step)  # records of steps a crash lost are redone
-        bar = tqdm(total=tc.max_steps, initial=self.step, disable=not (self.run.is_main and tc.progress),
-                   dynamic_ncols=True, desc="train")
+        bar = tqdm(
+            total=tc.max_steps,
+            initial=self.step,
+            disable=not (self.run.is_main and tc.progress),
+            dynamic_ncols=True,
+            desc="train",
+        )
         batches = self._batches()
         window: dict[str, float] = {}
         window_start, window_steps = time.time(), 0
@@ -387,8 +448,11 @@ class Runner:
                         if self.step % tc.log_every == 0 or self.step == tc.max_steps:
                             record = self._window_record(window, window_steps, time.time() - window_start)
                             metrics_log.write("train", self.step, record)
-                            bar.set_postfix(loss=f"{record['loss']:.3f}", lr=f"{record['lr']:.2e}",
-                                            **{f"{self.unit_name}/s": f"{record[self.unit_name + '_per_s']:.0f}"})
+                            bar.set_postfix(
+                                loss=f"{record['loss']:.3f}",
+                                lr=f"{record['lr']:.2e}",
+                                **{f"{self.unit_name}/s": f"{record[self.unit_name + '_per_s']:.0f}"},
+                            )
                             window, window_start, window_steps = {}, time.time(), 0
                     if self.stop_everywhere:
                         self._stop_on_signal()
@@ -401,10 +465,14 @@ class Runner:
             metrics_log.close()
             self.directory.release()
         if self.run.is_main:
-            summary = {"step": self.step, "metrics": self.last_metrics,
-                       "train_seconds_this_run": round(time.time() - started, 1),
-                       "parameters": sum(p.numel() for p in self.model.parameters()),
-                       "device": str(self.run.device), "world_size": self.run.world_size}
+            summary = {
+                "step": self.step,
+                "metrics": self.last_metrics,
+                "train_seconds_this_run": round(time.time() - started, 1),
+                "parameters": sum(p.numel() for p in self.model.parameters()),
+                "device": str(self.run.device),
+                "world_size": self.run.world_size,
+            }
             (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         model = self.eval_model()
         model.eval()
@@ -425,8 +493,11 @@ class Runner:
     def _stop_on_signal(self) -> None:
         saved = self.save()
         name = self.stop.name or "a signal on another rank"
-        raise Interrupted(f"stopped by {name} at step {self.step}; checkpoint saved to {saved}. "
-                          "Run the same command again to resume.", self.stop.signum or 15)
+        raise Interrupted(
+            f"stopped by {name} at step {self.step}; checkpoint saved to {saved}. "
+            "Run the same command again to resume.",
+            self.stop.signum or 15,
+        )
 
     def _window_record(self, window: dict[str, float], steps: int, seconds: float) -> dict[str, float]:
         units = window.pop(self.unit_name)

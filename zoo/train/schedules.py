@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -61,10 +61,12 @@ SCHEDULES: dict[str, Callable[[ScheduleConfig, int], Callable[[int], float]]] = 
 }
 
 
-def build_schedule(optimizer: torch.optim.Optimizer, cfg: ScheduleConfig,
-                   total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+def build_schedule(
+    optimizer: torch.optim.Optimizer, cfg: ScheduleConfig, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     """LambdaLR multiplying `optim.lr` by the schedule named `cfg.name` (see SCHEDULES)."""
     if cfg.name not in SCHEDULES:
-        raise ConfigError(f"key 'schedule.name': unknown schedule {cfg.name!r}; "
-                          f"choose {', '.join(SCHEDULES)}")
+        raise ConfigError(
+            f"key 'schedule.name': unknown schedule {cfg.name!r}; choose {', '.join(SCHEDULES)}"
+        )
     return torch.optim.lr_scheduler.LambdaLR(optimizer, SCHEDULES[cfg.name](cfg, total_steps))

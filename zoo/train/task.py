@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 from torch import Tensor, nn
 
@@ -87,4 +88,3 @@ def task_artifacts(task: Any) -> dict[str, bytes]:
     checkpoint file is a self-contained trained model (its tokenizer travels with it)."""
     artifacts = getattr(task, "artifacts", None)
     return dict(artifacts()) if artifacts is not None else {}
-

@@ -18,11 +18,23 @@ from zoo.models.bert import BertModelConfig, build_bert
 from zoo.models.bert_hf import read_hf_directory
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "bert"
-TINY = ["--model.num_layers=1", "--model.dim=32", "--model.num_heads=2", "--model.ffn_dim=64",
-        "--model.max_len=64", "--data.synthetic_train=60", "--data.synthetic_valid=10",
-        "--data.vocab_size=300", "--data.batch_size=8", "--train.max_steps=4",
-        "--train.eval_every=2", "--train.log_every=2", "--train.progress=false",
-        "--train.tensorboard=false", "--schedule.warmup_steps=1"]
+TINY = [
+    "--model.num_layers=1",
+    "--model.dim=32",
+    "--model.num_heads=2",
+    "--model.ffn_dim=64",
+    "--model.max_len=64",
+    "--data.synthetic_train=60",
+    "--data.synthetic_valid=10",
+    "--data.vocab_size=300",
+    "--data.batch_size=8",
+    "--train.max_steps=4",
+    "--train.eval_every=2",
+    "--train.log_every=2",
+    "--train.progress=false",
+    "--train.tensorboard=false",
+    "--schedule.warmup_steps=1",
+]
 TEXTS = ["the town lies on the banks of the [MASK] .", "[MASK] was a composer born in [MASK] ."]
 
 
@@ -49,8 +61,10 @@ def test_train_prints_held_out_accuracy_and_next_commands(run_dir, capsys):
 def test_evaluate_scores_held_out_documents_and_wikitext(run_dir, tmp_path, capsys):
     wikitext = tmp_path / "wikitext-2"
     wikitext.mkdir()
-    article = (" = Lobster = \n \n The town lies on the river . It was founded in 1820 . "
-               "Most families grow wheat . \n \n = = History = = \n \n The river floods . \n")
+    article = (
+        " = Lobster = \n \n The town lies on the river . It was founded in 1820 . "
+        "Most families grow wheat . \n \n = = History = = \n \n The river floods . \n"
+    )
     for split in ("valid", "test"):
         (wikitext / f"{split}.txt").write_text(article * 3)
     results = evaluate.main([str(run_dir), f"--data_dir={tmp_path}"])
@@ -82,8 +96,9 @@ def test_exported_directory_loads_in_transformers_with_the_same_logits_and_ids(r
     hf = BertForPreTraining.from_pretrained(hf_dir, attn_implementation="sdpa").eval()
     tokenizer = BertTokenizerFast.from_pretrained(hf_dir)
     batch = tokenizer(TEXTS, padding=True, return_tensors="pt")
-    assert batch["input_ids"][0, 1:-1].tolist()[:len(ours.tokenizer.encode(TEXTS[0]))] == \
-        ours.tokenizer.encode(TEXTS[0])
+    assert batch["input_ids"][0, 1:-1].tolist()[
+        : len(ours.tokenizer.encode(TEXTS[0]))
+    ] == ours.tokenizer.encode(TEXTS[0])
     mask = batch["attention_mask"].bool()
     with torch.no_grad():
         expected = ours.model(batch["input_ids"], batch["token_type_ids"], mask)
@@ -114,10 +129,12 @@ def test_a_transformers_directory_loads_from_safetensors_or_bin(hf_dir, tmp_path
 
 def test_a_checkpoint_without_the_heads_is_refused_by_name(hf_dir, tmp_path):
     from safetensors.torch import load_file, save_file
+
     for name in ("config.json", "vocab.txt", "tokenizer_config.json"):
         (tmp_path / name).write_bytes((hf_dir / name).read_bytes())
-    state = {k: v for k, v in load_file(str(hf_dir / "model.safetensors")).items()
-             if not k.startswith("cls.")}
+    state = {
+        k: v for k, v in load_file(str(hf_dir / "model.safetensors")).items() if not k.startswith("cls.")
+    }
     save_file(state, str(tmp_path / "model.safetensors"))
     with pytest.raises(UserError, match="missing keys: mlm_head"):
         read_hf_directory(tmp_path)
@@ -128,8 +145,9 @@ def test_default_recipe_equals_the_built_in_defaults():
     assert load_config(BertPretrainingConfig, CONFIGS / "default.yaml") == BertPretrainingConfig()
 
 
-@pytest.mark.parametrize("recipe, parameters", [("bert_base", 110e6), ("bert_tiny", 1.55e6),
-                                                ("bert_mini", 7.63e6)])
+@pytest.mark.parametrize(
+    "recipe, parameters", [("bert_base", 110e6), ("bert_tiny", 1.55e6), ("bert_mini", 7.63e6)]
+)
 def test_recipes_have_their_published_sizes(recipe, parameters):
     cfg = load_config(BertPretrainingConfig, CONFIGS / f"{recipe}.yaml")
     assert cfg.data.source == "wikiextractor" and cfg.data.valid == ["wiki_29"]
@@ -155,11 +173,18 @@ def test_a_hub_name_goes_through_snapshot_download(hf_dir, monkeypatch):
 
 def test_attention_maps_of_a_pair(run_dir, tmp_path):
     from tasks.bert import attention
+
     loaded = load_bert(str(run_dir))
     ids, types, tokens = attention.pair_inputs(loaded, "the town lies on the river .", "it floods .")
     weights = attention.attention_weights(loaded, ids, types)
     assert weights.shape == (1, 2, len(tokens), len(tokens)) and tokens[0] == "[CLS]"
     torch.testing.assert_close(weights.sum(dim=-1), torch.ones(1, 2, len(tokens)))
-    out = attention.main([str(run_dir), "--text=the town lies on the river .",
-                          "--text_b=it floods .", f"--out={tmp_path / 'a.png'}"])
+    out = attention.main(
+        [
+            str(run_dir),
+            "--text=the town lies on the river .",
+            "--text_b=it floods .",
+            f"--out={tmp_path / 'a.png'}",
+        ]
+    )
     assert out.stat().st_size > 1000

@@ -5,9 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tasks.bert.examples import (
+    IGNORE_INDEX,
+    NSP_CONTINUATION,
+    NSP_RANDOM,
+    PretrainingExamples,
+    TokenizedCorpus,
+    create_pairs,
+    mask_tokens,
+)
 from zoo.data.documents import Document
-from tasks.bert.examples import (IGNORE_INDEX, NSP_CONTINUATION, NSP_RANDOM, PretrainingExamples,
-                                 TokenizedCorpus, create_pairs, mask_tokens)
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -97,8 +104,9 @@ def test_short_sequences_come_with_probability_short_seq_prob():
 
 def test_masking_rates_counts_and_specials():
     rng = np.random.default_rng(0)
-    tokens = np.array([VOCAB.cls_id] + list(range(5, 65)) + [VOCAB.sep_id] + list(range(65, 125))
-                      + [VOCAB.sep_id])
+    tokens = np.array(
+        [VOCAB.cls_id] + list(range(5, 65)) + [VOCAB.sep_id] + list(range(65, 125)) + [VOCAB.sep_id]
+    )
     outcomes = {"mask": 0, "same": 0, "random": 0}
     for _ in range(2000):
         inputs, labels = mask_tokens(tokens, VOCAB, rng, max_predictions=20)
@@ -133,8 +141,12 @@ def test_whole_word_masking_takes_every_piece_of_a_word():
     # words of 1, 2 and 3 pieces; a ## piece right after [SEP] starts a word of its own
     body = [10, 11, piece, 12, piece, piece] * 10
     tokens = np.array([VOCAB.cls_id, *body, VOCAB.sep_id, piece, *body, VOCAB.sep_id])
-    word_of = np.cumsum([not VOCAB.is_continuation[t] or t == piece and prev == VOCAB.sep_id
-                         for prev, t in zip([0, *tokens[:-1]], tokens)])
+    word_of = np.cumsum(
+        [
+            not VOCAB.is_continuation[t] or t == piece and prev == VOCAB.sep_id
+            for prev, t in zip([0, *tokens[:-1]], tokens)
+        ]
+    )
     for _ in range(500):
         _, labels = mask_tokens(tokens, VOCAB, rng, whole_word=True)
         chosen = labels != IGNORE_INDEX
@@ -152,8 +164,8 @@ def test_examples_layout_and_determinism(corpus):
         assert inputs[0] == VOCAB.cls_id and len(seps) == 2 and seps[1] == len(inputs) - 1
         assert len(inputs) <= 32 and (inputs == VOCAB.cls_id).sum() == 1
         first_sep = seps[0]
-        assert (segments[:first_sep + 1] == 0).all()
-        assert (segments[first_sep + 1:] == 1).all()
+        assert (segments[: first_sep + 1] == 0).all()
+        assert (segments[first_sep + 1 :] == 1).all()
         for got, want in zip(again.example(1, index), (inputs, segments, labels, nsp)):
             np.testing.assert_array_equal(got, want)
     differs = [not np.array_equal(examples.example(1, i)[2], examples.example(2, i)[2]) for i in range(20)]
@@ -165,8 +177,10 @@ def test_resumed_batches_equal_uninterrupted_ones_and_ranks_split_them(corpus):
     full = list(examples.batches(0, 8))
     fresh = PretrainingExamples(corpus, VOCAB, max_seq_length=32, seed=4)
     for a, b in zip(full[5:], fresh.batches(0, 8, start=5)):
-        assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in
-                   ("input_ids", "token_type_ids", "attention_mask", "mlm_labels", "nsp_labels"))
+        assert all(
+            np.array_equal(getattr(a, f), getattr(b, f))
+            for f in ("input_ids", "token_type_ids", "attention_mask", "mlm_labels", "nsp_labels")
+        )
     rank1 = list(examples.batches(0, 8, rank=1, world_size=2))
     assert len(rank1) == len(full) // 2
     assert np.array_equal(rank1[0].input_ids, full[1].input_ids)

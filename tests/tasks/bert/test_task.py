@@ -36,9 +36,11 @@ def shared_vocab(tmp_path, documents: int) -> str:
     """One vocabulary for runs that are compared: WordPiece training breaks ties between equally
     frequent merges differently from one training to the next."""
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text(WordPieceTokenizer.train(
-        (s for d in synthetic_documents(documents, seed=0) for s in d.sentences),
-        vocab_size=200).vocab_text())
+    vocab.write_text(
+        WordPieceTokenizer.train(
+            (s for d in synthetic_documents(documents, seed=0) for s in d.sentences), vocab_size=200
+        ).vocab_text()
+    )
     return str(vocab)
 
 
@@ -66,8 +68,9 @@ def test_two_terms_under_accumulation_equal_the_joined_batch_and_the_reference(r
     model = task.build_model()
     batch = task.train.collate(0, range(0, 14))
     logits = model(batch.input_ids, batch.token_type_ids, batch.attention_mask)
-    mlm = F.cross_entropy(logits.mlm.reshape(-1, logits.mlm.shape[-1]), batch.mlm_labels.reshape(-1),
-                          ignore_index=IGNORE_INDEX)
+    mlm = F.cross_entropy(
+        logits.mlm.reshape(-1, logits.mlm.shape[-1]), batch.mlm_labels.reshape(-1), ignore_index=IGNORE_INDEX
+    )
     nsp = F.cross_entropy(logits.nsp, batch.nsp_labels)
     logged = [read_metrics(tmp_path / d, "train")[0] for d in ("acc", "joined")]
     for record in logged:
@@ -84,8 +87,9 @@ def test_tiny_bert_overfits_a_few_documents(recipe, tmp_path):
     corpus = tmp_path / "docs.txt"
     corpus.write_text("\n\n".join("\n".join(d.sentences) for d in synthetic_documents(6, seed=3)))
     recipe.data.source, recipe.data.path, recipe.data.valid = "text", str(corpus), [str(corpus)]
-    recipe.model = BertModelConfig(num_layers=2, dim=64, num_heads=2, ffn_dim=128, max_len=32,
-                                   dropout=0.0, attn_dropout=0.0)
+    recipe.model = BertModelConfig(
+        num_layers=2, dim=64, num_heads=2, ffn_dim=128, max_len=32, dropout=0.0, attn_dropout=0.0
+    )
     recipe.train.max_steps, recipe.train.log_every = 80, 20
     recipe.optim.lr, recipe.schedule.warmup_steps = 3e-3, 5
     metrics = fit(recipe, FixedBatches(recipe)).metrics

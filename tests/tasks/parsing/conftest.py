@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from nltk import Tree
 
-from tasks.parsing.config import DataConfig, ModelConfig, ParsingConfig
 from tasks.parsing import train
+from tasks.parsing.config import DataConfig, ModelConfig, ParsingConfig
 from tasks.parsing.grammar import grammar_treebank
 from zoo.train import OptimConfig, ScheduleConfig, TrainConfig
 
@@ -17,13 +17,30 @@ def tiny_config(kind: str, out_dir: str, steps: int) -> ParsingConfig:
     """One-layer parser, constant learning rate, no dropout and no <unk> replacement: a
     handful of trees can be learned by heart in seconds."""
     cfg = ParsingConfig()
-    cfg.model = ModelConfig(kind=kind, encoder_layers=1, decoder_layers=1, dim=64, ffn_dim=128,
-                            num_heads=2, dropout=0.0, char_dim=16, label_hidden=64, max_len=256)
+    cfg.model = ModelConfig(
+        kind=kind,
+        encoder_layers=1,
+        decoder_layers=1,
+        dim=64,
+        ffn_dim=128,
+        num_heads=2,
+        dropout=0.0,
+        char_dim=16,
+        label_hidden=64,
+        max_len=256,
+    )
     cfg.data = DataConfig(source="grammar", grammar_sizes=[8, 4, 4], max_tokens=400, unk_prob=0.0)
     cfg.decode.beam_size = 3
     cfg.label_smoothing = 0.0
-    cfg.train = TrainConfig(out_dir=out_dir, max_steps=steps, log_every=steps, progress=False,
-                            tensorboard=False, threads=1, best_metric="f1")
+    cfg.train = TrainConfig(
+        out_dir=out_dir,
+        max_steps=steps,
+        log_every=steps,
+        progress=False,
+        tensorboard=False,
+        threads=1,
+        best_metric="f1",
+    )
     cfg.optim = OptimConfig(name="adam", lr=3e-3, betas=[0.9, 0.98])
     cfg.schedule = ScheduleConfig(name="constant", warmup_steps=0)
     return cfg
@@ -38,8 +55,20 @@ def handful() -> dict[str, list[Tree]]:
 
 def tiny_chart_run(out: Path, *extra: str) -> Path:
     """A chart parser trained 4 steps on 40 grammar trees through the train CLI (seconds)."""
-    train.main([f"--train.out_dir={out}", "--train.max_steps=4", "--train.eval_every=0", "--train.save_every=0",
-                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1",
-                "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1",
-                *extra])
+    train.main(
+        [
+            f"--train.out_dir={out}",
+            "--train.max_steps=4",
+            "--train.eval_every=0",
+            "--train.save_every=0",
+            "--train.progress=false",
+            "--train.tensorboard=false",
+            "--train.threads=1",
+            "--data.grammar_sizes=[40,5,5]",
+            "--model.dim=32",
+            "--model.ffn_dim=64",
+            "--model.encoder_layers=1",
+            *extra,
+        ]
+    )
     return out

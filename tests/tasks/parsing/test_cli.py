@@ -25,8 +25,9 @@ def test_default_recipe_file_equals_the_schema_defaults() -> None:
     assert load_config(ParsingConfig, REPO / "configs/parsing/default.yaml", []) == ParsingConfig()
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "configs/parsing").glob("*.yaml")
-                                         if p.stem != "default"))
+@pytest.mark.parametrize(
+    "name", sorted(p.stem for p in (REPO / "configs/parsing").glob("*.yaml") if p.stem != "default")
+)
 def test_recipes_load(name: str) -> None:
     cfg = load_config(ParsingConfig, REPO / f"configs/parsing/{name}.yaml", [])
     assert cfg.data.source in ("sample", "wsj")
@@ -46,7 +47,10 @@ def test_parse_reads_stdin_and_draws(run_dir: Path, tmp_path: Path, monkeypatch,
     png, scores = tmp_path / "tree.png", tmp_path / "scores.png"
     lines = parse.main([str(run_dir), "--png", str(png), f"--scores_png={scores}", "--threads=1"])
     trees = [Tree.fromstring(line) for line in lines]
-    assert [t.leaves() for t in trees] == [["The", "dog", "saw", "a", "cat", "."], ["She", "did", "n't", "smile", "."]]
+    assert [t.leaves() for t in trees] == [
+        ["The", "dog", "saw", "a", "cat", "."],
+        ["She", "did", "n't", "smile", "."],
+    ]
     assert png.stat().st_size > 1000 and scores.stat().st_size > 1000
     parse.main([str(run_dir), "--pretty", "--pretokenized", f"--input={_write(tmp_path, 'a b')}"])
     assert "a" in capsys.readouterr().out
@@ -70,10 +74,25 @@ def test_evaluate_writes_ptb_trees_and_scores(run_dir: Path, tmp_path: Path) -> 
 @pytest.fixture(scope="module")
 def seq2seq_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("seq2seq")
-    train.main([f"--train.out_dir={out}", "--train.max_steps=2", "--train.eval_every=0", "--train.save_every=0",
-                "--train.progress=false", "--train.tensorboard=false", "--train.threads=1", "--model.kind=seq2seq",
-                "--model.word_pointer=true", "--decode.beam_size=2", "--data.grammar_sizes=[40,5,5]",
-                "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1", "--model.decoder_layers=2"])
+    train.main(
+        [
+            f"--train.out_dir={out}",
+            "--train.max_steps=2",
+            "--train.eval_every=0",
+            "--train.save_every=0",
+            "--train.progress=false",
+            "--train.tensorboard=false",
+            "--train.threads=1",
+            "--model.kind=seq2seq",
+            "--model.word_pointer=true",
+            "--decode.beam_size=2",
+            "--data.grammar_sizes=[40,5,5]",
+            "--model.dim=32",
+            "--model.ffn_dim=64",
+            "--model.encoder_layers=1",
+            "--model.decoder_layers=2",
+        ]
+    )
     return out
 
 
@@ -92,7 +111,9 @@ def test_a_picture_for_the_other_parser_kind_is_refused_before_parsing(run_dir: 
     assert stop.value.code == 2 and "only for the seq2seq parser" in capsys.readouterr().err
 
 
-def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(run_dir: Path, tmp_path: Path) -> None:
+def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(
+    run_dir: Path, tmp_path: Path
+) -> None:
     other = tiny_chart_run(tmp_path / "seed1", "--train.seed=1")
     ensemble = load_parser(TrainedParserOptions(run=str(run_dir), ensemble=str(other)))
     members = [load_parser(TrainedParserOptions(run=str(run))).model.eval() for run in (run_dir, other)]
@@ -105,7 +126,9 @@ def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(run_
     torch.testing.assert_close(tags, (outputs[0][1].log_softmax(-1) + outputs[1][1].log_softmax(-1)) / 2)
 
 
-def test_evaluate_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(run_dir: Path, tmp_path: Path) -> None:
+def test_evaluate_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(
+    run_dir: Path, tmp_path: Path
+) -> None:
     alone = evaluate.main([str(run_dir), "--split", "test", f"--out={tmp_path / 'alone'}", "--threads=1"])
     twice = evaluate.main([str(run_dir), "--split", "test", f"--ensemble={run_dir}", "--threads=1"])
     assert twice["ensemble"] == [alone["checkpoint"]] * 2 and alone["ensemble"] is None
@@ -114,11 +137,16 @@ def test_evaluate_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(run_d
     assert twice["f1"] == alone["f1"]
 
 
-def test_an_ensemble_of_other_kinds_or_vocabularies_is_refused(run_dir: Path, seq2seq_run: Path, tmp_path: Path,
-                                                                capsys) -> None:
-    other_treebank = tiny_chart_run(tmp_path / "other", "--data.grammar_sizes=[30,5,5]", "--data.grammar_seed=3")
-    for member, message in ((seq2seq_run, "ensembles are of chart parsers only"),
-                            (other_treebank, "another treebank vocabulary")):
+def test_an_ensemble_of_other_kinds_or_vocabularies_is_refused(
+    run_dir: Path, seq2seq_run: Path, tmp_path: Path, capsys
+) -> None:
+    other_treebank = tiny_chart_run(
+        tmp_path / "other", "--data.grammar_sizes=[30,5,5]", "--data.grammar_seed=3"
+    )
+    for member, message in (
+        (seq2seq_run, "ensembles are of chart parsers only"),
+        (other_treebank, "another treebank vocabulary"),
+    ):
         with pytest.raises(SystemExit) as stop:
             evaluate.main([str(run_dir), f"--ensemble={member}", "--threads=1"])
         err = capsys.readouterr().err

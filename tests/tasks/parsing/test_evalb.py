@@ -28,8 +28,10 @@ def test_punctuation_is_deleted_before_positions_are_counted() -> None:
     assert score(gold, test).all.f1 == 100.0
     assert read_tree(T(gold)).brackets == {("S", 0, 2): 1, ("NP", 0, 1): 1, ("VP", 1, 2): 1}
     # A phrase over punctuation only covers no word: ignored.
-    assert read_tree(T("(S (NP (NN a)) (PRN (: --)) (`` ``) ('' ''))")).brackets == \
-        {("S", 0, 1): 1, ("NP", 0, 1): 1}
+    assert read_tree(T("(S (NP (NN a)) (PRN (: --)) (`` ``) ('' ''))")).brackets == {
+        ("S", 0, 1): 1,
+        ("NP", 0, 1): 1,
+    }
 
 
 def test_top_is_ignored() -> None:

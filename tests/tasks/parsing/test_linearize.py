@@ -13,8 +13,9 @@ from tasks.parsing.linearize import BracketSymbols, allowed_next, delinearize, l
 TREE = Tree.fromstring("(S (NP (DT The) (NN cat)) (VP (VBD sat) (ADVP (RB down))) (. .))")
 LABELS = ["S", "NP", "VP"]
 TOKENS = ["<pad>", "<bos>", "<eos>", "XX"] + [f"({x}" for x in LABELS] + [f"){x}" for x in LABELS]
-SYMBOLS = BracketSymbols(torch.tensor([4, 5, 6]), torch.tensor([7, 8, 9]), word_id=3, eos_id=2,
-                         vocab_size=len(TOKENS))
+SYMBOLS = BracketSymbols(
+    torch.tensor([4, 5, 6]), torch.tensor([7, 8, 9]), word_id=3, eos_id=2, vocab_size=len(TOKENS)
+)
 
 
 def test_linearize_and_back_is_the_identity() -> None:
@@ -32,8 +33,9 @@ def test_delinearize_refuses_malformed(symbols: str) -> None:
 
 
 def allowed(prefix: list[int], words: int, max_len: int) -> set[str]:
-    mask = allowed_next(torch.tensor([prefix], dtype=torch.long), torch.tensor([words]),
-                        torch.tensor([max_len]), SYMBOLS)[0]
+    mask = allowed_next(
+        torch.tensor([prefix], dtype=torch.long), torch.tensor([words]), torch.tensor([max_len]), SYMBOLS
+    )[0]
     return {TOKENS[i] for i in mask.nonzero().squeeze(1).tolist()}
 
 

@@ -27,7 +27,9 @@ def test_hinge_is_zero_only_when_gold_beats_every_tree_by_its_cost() -> None:
 
 
 @pytest.mark.parametrize("beam_size", [1, 21])
-def test_constrained_search_of_an_untrained_model_gives_well_formed_trees(handful, tmp_path, beam_size) -> None:
+def test_constrained_search_of_an_untrained_model_gives_well_formed_trees(
+    handful, tmp_path, beam_size
+) -> None:
     cfg = tiny_config("seq2seq", str(tmp_path), 1)
     vocab = Vocab.build(handful["train"])
     torch.manual_seed(0)
@@ -42,7 +44,9 @@ def test_constrained_search_of_an_untrained_model_gives_well_formed_trees(handfu
         assert symbols.count("(XX") == len(words)
 
 
-@pytest.mark.parametrize("kind, steps, partitioned", [("chart", 60, False), ("chart", 60, True), ("seq2seq", 250, False)])
+@pytest.mark.parametrize(
+    "kind, steps, partitioned", [("chart", 60, False), ("chart", 60, True), ("seq2seq", 250, False)]
+)
 def test_tiny_model_learns_a_handful_of_trees_by_heart(handful, tmp_path, kind, steps, partitioned) -> None:
     cfg = tiny_config(kind, str(tmp_path / kind), steps)
     cfg.model.partitioned = partitioned
@@ -80,8 +84,10 @@ def test_too_long_sentence_is_reported_and_left_flat(handful, tmp_path, capsys, 
     assert trees[0].leaves() == ["the", "dog"] and trees[0].label() != "TOP"
     assert "sentence 2: 11 words, more than model.max_len=12" in capsys.readouterr().err
     # Scored against gold, the unparsed sentence keeps its gold tags: all missed, not an error.
-    gold = Tree.fromstring("(S (NP (DT the) (NN dog) (CC and) (DT the) (JJ old) (NN cat)) (, ,) (VP (VBD barked)"
-                           " (ADVP (RB very) (RB loudly) (RB again))) (. .))")  # 12 words
+    gold = Tree.fromstring(
+        "(S (NP (DT the) (NN dog) (CC and) (DT the) (JJ old) (NN cat)) (, ,) (VP (VBD barked)"
+        " (ADVP (RB very) (RB loudly) (RB again))) (. .))"
+    )  # 12 words
     with evaluation(model) as m:
         scored, predicted = score_trees(m, vocab, [gold], cfg)
     assert predicted[0].label() == "TOP" and predicted[0].pos() == gold.pos()

@@ -7,19 +7,21 @@ import shutil
 import pytest
 import torch
 
-from zoo.models.bert_hf import LoadedBert, read_hf_directory, write_hf_directory
-from zoo.data.wordpiece import WordPieceTokenizer
 from tasks.parsing.data import chart_input, pad_rows, seq2seq_pieces
 from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.pieces import BertSpec, WordPieces, unescape
 from tasks.parsing.task import ParsingTask, parse
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.data.special import SPECIAL_IDS
+from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
+from zoo.models.bert_hf import LoadedBert, read_hf_directory, write_hf_directory
 from zoo.train import evaluation, fit
 from zoo.train.optim import build_optimizer
 
-BERT = BertModelConfig(num_layers=1, dim=32, num_heads=2, ffn_dim=64, max_len=64, dropout=0.0, attn_dropout=0.0)
+BERT = BertModelConfig(
+    num_layers=1, dim=32, num_heads=2, ffn_dim=64, max_len=64, dropout=0.0, attn_dropout=0.0
+)
 
 
 @pytest.fixture
@@ -42,9 +44,9 @@ def test_every_word_reads_its_first_piece_and_the_markers_read_cls_and_sep(bert_
         assert ids[b, first[b, 0]] == tokenizer.cls_id and ids[b, first[b, n + 1]] == tokenizer.sep_id
         for i, word in enumerate(words, start=1):
             expected = tokenizer.encode(unescape(word))
-            assert ids[b, first[b, i]:first[b, i] + len(expected)].tolist() == expected
+            assert ids[b, first[b, i] : first[b, i] + len(expected)].tolist() == expected
         assert pieces.length(words) == int(first[b, n + 1]) + 1
-    assert ids[1, pieces.length(["cats"]):].eq(tokenizer.pad_id).all()
+    assert ids[1, pieces.length(["cats"]) :].eq(tokenizer.pad_id).all()
     assert [unescape(w) for w in sentences[0]] == ["(", "dogs", "barked", "1/2", ")", '"']
 
 
@@ -76,7 +78,9 @@ def test_pretrained_lr_scale_slows_the_bert_alone(kind, handful, bert_dir, tmp_p
     assert any(name.startswith("bert.encoder.") for name, _ in model.named_parameters())
 
 
-def test_the_parser_starts_from_the_bert_and_a_sentence_scores_the_same_alone_or_batched(handful, bert_dir, tmp_path) -> None:
+def test_the_parser_starts_from_the_bert_and_a_sentence_scores_the_same_alone_or_batched(
+    handful, bert_dir, tmp_path
+) -> None:
     model, task, short, long = parser_with_bert("chart", handful, bert_dir, tmp_path)
     with evaluation(model) as m:
         alone = m(*chart_input([short], task.vocab).model_inputs())[0]
@@ -89,7 +93,9 @@ def test_the_parser_starts_from_the_bert_and_a_sentence_scores_the_same_alone_or
         assert not torch.allclose(m(*x.model_inputs())[0], alone)
 
 
-def test_the_seq2seq_encoder_reads_the_bert_and_a_sentence_encodes_the_same_alone_or_batched(handful, bert_dir, tmp_path) -> None:
+def test_the_seq2seq_encoder_reads_the_bert_and_a_sentence_encodes_the_same_alone_or_batched(
+    handful, bert_dir, tmp_path
+) -> None:
     model, task, short, long = parser_with_bert("seq2seq", handful, bert_dir, tmp_path)
 
     def encode(sentences):
@@ -98,7 +104,7 @@ def test_the_seq2seq_encoder_reads_the_bert_and_a_sentence_encodes_the_same_alon
 
     with evaluation(model):
         alone = encode([short])
-        torch.testing.assert_close(encode([long, short])[1, :len(short) + 1], alone[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(encode([long, short])[1, : len(short) + 1], alone[0], rtol=1e-5, atol=1e-5)
         pieces, first = seq2seq_pieces([short], task.vocab)
         pieces[0, first[0, 0]] = task.vocab.pieces.tokenizer.unk_id  # the first word's first piece
         src = pad_rows([task.vocab.word_ids(short) + [SPECIAL_IDS.eos]])
@@ -108,7 +114,9 @@ def test_the_seq2seq_encoder_reads_the_bert_and_a_sentence_encodes_the_same_alon
 
 
 @pytest.mark.parametrize("kind", ["chart", "seq2seq"])
-def test_a_parser_with_a_bert_learns_and_parses_from_its_checkpoint_alone(kind, handful, bert_dir, tmp_path) -> None:
+def test_a_parser_with_a_bert_learns_and_parses_from_its_checkpoint_alone(
+    kind, handful, bert_dir, tmp_path
+) -> None:
     cfg = tiny_config(kind, str(tmp_path / "run"), 60 if kind == "chart" else 80)
     cfg.model.pretrained = str(bert_dir)
     cfg.model.word_pointer = kind == "seq2seq"

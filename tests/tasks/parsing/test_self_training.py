@@ -36,8 +36,9 @@ def test_silver_parses_each_qualifying_sentence_once_as_parse_does(run_dir: Path
     text = tmp_path / "wiki_00"
     text.write_text(WIKI)
     out = tmp_path / "silver.mrg"
-    written = silver.main([str(run_dir), f"--input={text}", f"--out={out}", "--min_words=4", "--max_words=12",
-                           "--threads=1"])
+    written = silver.main(
+        [str(run_dir), f"--input={text}", f"--out={out}", "--min_words=4", "--max_words=12", "--threads=1"]
+    )
     trees = [Tree.fromstring(line) for line in out.read_text().splitlines()]
     # Skipped: the heading, "It ran." (3 words), the repeat, the 21-word sentence, the markup.
     expected = ["The dog saw a cat in the park.", "The cat saw a dog with a telescope."]
@@ -45,28 +46,47 @@ def test_silver_parses_each_qualifying_sentence_once_as_parse_does(run_dir: Path
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("\n".join(expected) + "\n")
     assert out.read_text().splitlines() == parse.main([str(run_dir), f"--input={sentences}", "--threads=1"])
-    silver.main([str(run_dir), f"--input={tmp_path}", f"--out={out}", "--sentences=1", "--min_words=4",
-                 "--threads=1"])  # a folder of wiki_NN files
+    silver.main(
+        [str(run_dir), f"--input={tmp_path}", f"--out={out}", "--sentences=1", "--min_words=4", "--threads=1"]
+    )  # a folder of wiki_NN files
     assert len(out.read_text().splitlines()) == 1
 
 
 def test_silver_refuses_a_parser_without_tags(tmp_path: Path, capsys) -> None:
     run = tmp_path / "seq2seq"
-    train.main([f"--train.out_dir={run}", "--train.max_steps=1", "--train.eval_every=0", "--train.save_every=0",
-                "--train.progress=false", "--train.tensorboard=false", "--model.kind=seq2seq", "--decode.beam_size=2",
-                "--data.grammar_sizes=[20,2,2]", "--model.dim=32", "--model.ffn_dim=64", "--model.encoder_layers=1",
-                "--model.decoder_layers=1"])
+    train.main(
+        [
+            f"--train.out_dir={run}",
+            "--train.max_steps=1",
+            "--train.eval_every=0",
+            "--train.save_every=0",
+            "--train.progress=false",
+            "--train.tensorboard=false",
+            "--model.kind=seq2seq",
+            "--decode.beam_size=2",
+            "--data.grammar_sizes=[20,2,2]",
+            "--model.dim=32",
+            "--model.ffn_dim=64",
+            "--model.encoder_layers=1",
+            "--model.decoder_layers=1",
+        ]
+    )
     (tmp_path / "in.txt").write_text("The dog saw a cat .\n")
     with pytest.raises(SystemExit) as stop:
-        silver.main([str(run), f"--input={tmp_path / 'in.txt'}", "--format=text", f"--out={tmp_path / 'o.mrg'}"])
+        silver.main(
+            [str(run), f"--input={tmp_path / 'in.txt'}", "--format=text", f"--out={tmp_path / 'o.mrg'}"]
+        )
     assert stop.value.code == 2 and "only the chart parser predicts" in capsys.readouterr().err
     assert not (tmp_path / "o.mrg").exists()
 
 
 def _epoch_sentences(task: ParsingTask) -> Counter:
     """How often an epoch's batches hold each sentence, as word ids."""
-    return Counter(tuple(row[1:n + 1]) for batch in task.train_batches(0)
-                   for row, n in zip(batch.input.words.tolist(), batch.input.lengths.tolist()))
+    return Counter(
+        tuple(row[1 : n + 1])
+        for batch in task.train_batches(0)
+        for row, n in zip(batch.input.words.tolist(), batch.input.lengths.tolist())
+    )
 
 
 def test_an_epoch_reads_the_treebank_upsampled_and_each_extra_tree_once(handful, tmp_path: Path) -> None:
@@ -77,13 +97,17 @@ def test_an_epoch_reads_the_treebank_upsampled_and_each_extra_tree_once(handful,
     extra.write_text("".join(t.pformat(margin=10**6) + "\n" for t in extra_trees))
     cfg = tiny_config("chart", str(tmp_path / "run"), 1)
     cfg.data.extra_train, cfg.data.upsample_primary = [str(extra)], 3
-    task, alone = ParsingTask(cfg, handful), ParsingTask(tiny_config("chart", str(tmp_path / "alone"), 1), handful)
+    task, alone = (
+        ParsingTask(cfg, handful),
+        ParsingTask(tiny_config("chart", str(tmp_path / "alone"), 1), handful),
+    )
     context = RunContext(rank=0, world_size=1, local_rank=0, device="cpu")
     task.setup(context), alone.setup(context)
     gold = Counter(tuple(task.vocab.word_ids(t.leaves())) for t in handful["train"])
     assert _epoch_sentences(alone) == gold
-    assert _epoch_sentences(task) == Counter({s: 3 * n for s, n in gold.items()}) + \
-        Counter(tuple(task.vocab.word_ids(t.leaves())) for t in extra_trees)
+    assert _epoch_sentences(task) == Counter({s: 3 * n for s, n in gold.items()}) + Counter(
+        tuple(task.vocab.word_ids(t.leaves())) for t in extra_trees
+    )
     # One vocabulary with and without extra trees (so their parsers ensemble), and the same rare
     # words: upsampling does not make a word seen once in the treebank common.
     assert task.vocab.to_json() == alone.vocab.to_json() and "zebra" not in task.vocab.word_index
@@ -92,11 +116,16 @@ def test_an_epoch_reads_the_treebank_upsampled_and_each_extra_tree_once(handful,
 
 def test_extra_trees_with_a_label_the_treebank_lacks_name_the_file_and_line(tmp_path: Path, capsys) -> None:
     extra = tmp_path / "extra.mrg"
-    extra.write_text("(S (NP (DT the) (NN dog)) (VP (VBD ran)))\n(S (NP (DT a) (NN cat))\n (FOO (VBD sat)))\n")
-    for case, (args, message) in enumerate((
+    extra.write_text(
+        "(S (NP (DT the) (NN dog)) (VP (VBD ran)))\n(S (NP (DT a) (NN cat))\n (FOO (VBD sat)))\n"
+    )
+    for case, (args, message) in enumerate(
+        (
             ([f"--data.extra_train=[{extra}]"], f"{extra}:2: FOO: not a tag or label of the treebank"),
             ([f"--data.extra_train=[{tmp_path / 'none.mrg'}]"], "is not a file"),
-            (["--data.upsample_primary=0"], "key 'data.upsample_primary': must be at least 1"))):
+            (["--data.upsample_primary=0"], "key 'data.upsample_primary': must be at least 1"),
+        )
+    ):
         with pytest.raises(SystemExit) as stop:
             tiny_chart_run(tmp_path / f"run{case}", *args)
         assert stop.value.code == 2 and message in capsys.readouterr().err

@@ -25,13 +25,20 @@ def test_read_and_clean(tmp_path: Path) -> None:
     assert (line1, line2) == (1, 5)
     assert clean(first) == Tree.fromstring(
         "(S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat))))"
-        " (-LRB- -LRB-) (-RRB- -RRB-) (. .))")
+        " (-LRB- -LRB-) (-RRB- -RRB-) (. .))"
+    )
     assert clean(second) == Tree.fromstring("(FRAG (NN Hello))")
 
 
 def test_labels_and_roots() -> None:
-    assert [base_label(x) for x in ["NP-SBJ-1", "PP-LOC=2", "NP=3", "-LRB-", "-NONE-", "PRP$"]] == \
-        ["NP", "PP", "NP", "-LRB-", "-NONE-", "PRP$"]
+    assert [base_label(x) for x in ["NP-SBJ-1", "PP-LOC=2", "NP=3", "-LRB-", "-NONE-", "PRP$"]] == [
+        "NP",
+        "PP",
+        "NP",
+        "-LRB-",
+        "-NONE-",
+        "PRP$",
+    ]
     assert clean(Tree.fromstring("( (-NONE- *) )")) is None
     # a root with several phrases, or over a bare word, stays as TOP
     assert clean(Tree.fromstring("( (S (NN a)) (S (NN b)) )")).label() == "TOP"
@@ -39,8 +46,15 @@ def test_labels_and_roots() -> None:
     assert clean(Tree.fromstring("(ROOT (TOP (X (NN a))))")) == Tree.fromstring("(X (NN a))")
 
 
-@pytest.mark.parametrize("text, line", [("( (S (NN a) ))\n( (S (NN b) ", 2), ("(S (NN a)))", 1),
-                                        ("(S (NN a))\nword", 2), ("\n\n(S (NN a) (VP b c))", 3)])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("( (S (NN a) ))\n( (S (NN b) ", 2),
+        ("(S (NN a)))", 1),
+        ("(S (NN a))\nword", 2),
+        ("\n\n(S (NN a) (VP b c))", 3),
+    ],
+)
 def test_malformed_tree_names_file_and_line(tmp_path: Path, text: str, line: int) -> None:
     path = tmp_path / "bad.mrg"
     path.write_text(text)

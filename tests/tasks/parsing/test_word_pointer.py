@@ -41,7 +41,9 @@ def test_each_decoder_input_reads_the_next_word_to_attach(handful, tmp_path) -> 
 @pytest.mark.parametrize("search", ["greedy", "beam"])
 def test_cached_decoding_equals_uncached(handful, tmp_path, search) -> None:
     model, vocab = pointer_model(handful, tmp_path)
-    src = torch.tensor([[5, 9, 7, 11, SPECIAL_IDS.eos], [8, 6, SPECIAL_IDS.eos, 0, 0], [12, SPECIAL_IDS.eos, 0, 0, 0]])
+    src = torch.tensor(
+        [[5, 9, 7, 11, SPECIAL_IDS.eos], [8, 6, SPECIAL_IDS.eos, 0, 0], [12, SPECIAL_IDS.eos, 0, 0, 0]]
+    )
     words = (src != SPECIAL_IDS.pad).sum(dim=1) - 1
     limits = max_lengths(src, SPECIAL_IDS.pad, 1.0, 12, cap=model.max_len - 1)
     symbols = vocab.bracket_symbols()

@@ -11,7 +11,9 @@ from tasks.translation.task import TranslationTask, translate_ids
 from zoo.config import load_config
 from zoo.train import evaluation, fit
 
-ctranslate2 = pytest.importorskip("ctranslate2", reason="the export needs ctranslate2 (pip install ctranslate2)")
+ctranslate2 = pytest.importorskip(
+    "ctranslate2", reason="the export needs ctranslate2 (pip install ctranslate2)"
+)
 SENTENCES = 20
 
 
@@ -20,14 +22,32 @@ def trained_run(request, tmp_path_factory):
     """A tiny model trained for a few dozen steps through the runner on the synthetic corpus
     (enough for most sentences to end before the length limit)."""
     out = tmp_path_factory.mktemp("translation")
-    cfg = load_config(TranslationConfig, None, [
-        f"train.out_dir={out}", "train.max_steps=60", "train.eval_every=0", "train.progress=false",
-        "train.tensorboard=false", "train.log_every=30",
-        "data.synthetic_train=2000", "data.synthetic_valid=50", "data.synthetic_test=50",
-        "data.vocab_size=300", "data.max_tokens=1024",
-        "model.dim=64", "model.ffn_dim=128", "model.dropout=0.0", "model.encoder_layers=2",
-        "model.decoder_layers=2", f"model.pre_norm={str(request.param).lower()}",
-        "optim.lr=3e-3", "schedule.name=cosine", "schedule.warmup_steps=10"])
+    cfg = load_config(
+        TranslationConfig,
+        None,
+        [
+            f"train.out_dir={out}",
+            "train.max_steps=60",
+            "train.eval_every=0",
+            "train.progress=false",
+            "train.tensorboard=false",
+            "train.log_every=30",
+            "data.synthetic_train=2000",
+            "data.synthetic_valid=50",
+            "data.synthetic_test=50",
+            "data.vocab_size=300",
+            "data.max_tokens=1024",
+            "model.dim=64",
+            "model.ffn_dim=128",
+            "model.dropout=0.0",
+            "model.encoder_layers=2",
+            "model.decoder_layers=2",
+            f"model.pre_norm={str(request.param).lower()}",
+            "optim.lr=3e-3",
+            "schedule.name=cosine",
+            "schedule.warmup_steps=10",
+        ],
+    )
     task = TranslationTask(cfg)
     fit(cfg, task)
     return out, task
@@ -39,7 +59,9 @@ def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam):
     top-ranked candidate ends, zoo when no live beam can beat a finished hypothesis (the same
     result; with a penalty their formulas differ: GNMT's against length ** alpha)."""
     run, task = trained_run
-    exported = export.main([str(run), "--format", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", "last"])
+    exported = export.main(
+        [str(run), "--format", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", "last"]
+    )
     translator = load_translator(TrainedModelOptions(run=str(run), checkpoint="last"))
     tokenizer, decode = translator.tokenizer, replace(translator.cfg.decode, alpha=0.0)
     sources = [task.data.split("test").pairs.src.row(i) for i in range(SENTENCES)]
@@ -52,19 +74,28 @@ def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam):
     theirs = []
     for source, ids in zip(pieces, sources):  # zoo's limit: a |src| + b tokens, EOS counted in |src|
         limit = int(decode.max_len_a * (len(ids) + 1) + decode.max_len_b)
-        result = engine.translate_batch([source], beam_size=beam, length_penalty=0.0,
-                                        max_decoding_length=limit, suppress_sequences=[["<s>"], ["<pad>"]])
+        result = engine.translate_batch(
+            [source],
+            beam_size=beam,
+            length_penalty=0.0,
+            max_decoding_length=limit,
+            suppress_sequences=[["<s>"], ["<pad>"]],
+        )
         theirs.append([vocabulary[piece] for piece in result[0].hypotheses[0]])
     assert ours == theirs
-    assert sum(len(ids) < len(src) + 1 + decode.max_len_b for ids, src in zip(ours, sources)) >= SENTENCES // 2
+    assert (
+        sum(len(ids) < len(src) + 1 + decode.max_len_b for ids, src in zip(ours, sources)) >= SENTENCES // 2
+    )
     assert (exported / "spm.model").read_bytes() == tokenizer.model
 
 
 def test_export_refuses_an_existing_directory_and_unknown_formats(trained_run, tmp_path, capsys):
     run, _ = trained_run
     (tmp_path / "taken").mkdir()
-    for argv, message in (([str(run), str(tmp_path / "taken")], "exists"),
-                          ([str(run), "--format", "onnx", str(tmp_path / "x")], "--format")):
+    for argv, message in (
+        ([str(run), str(tmp_path / "taken")], "exists"),
+        ([str(run), "--format", "onnx", str(tmp_path / "x")], "--format"),
+    ):
         with pytest.raises(SystemExit) as exit_info:
             export.main(argv + ["--checkpoint", "last"])
         assert exit_info.value.code == 2 and message in capsys.readouterr().err

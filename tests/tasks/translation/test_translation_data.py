@@ -14,8 +14,15 @@ from zoo.data.paths import ENV_VAR
 from zoo.data.seq2seq import Seq2SeqBatch
 from zoo.data.special import SPECIAL_IDS
 
-TINY = DataConfig(source="synthetic", synthetic_train=400, synthetic_valid=30, synthetic_test=30,
-                  vocab_size=300, max_tokens=256, spm_max_sentences=0)
+TINY = DataConfig(
+    source="synthetic",
+    synthetic_train=400,
+    synthetic_valid=30,
+    synthetic_test=30,
+    vocab_size=300,
+    max_tokens=256,
+    spm_max_sentences=0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +56,7 @@ def test_epoch_covers_every_pair_once_within_budget(data):
 def test_order_is_deterministic_and_changes_with_epoch(data):
     def order(epoch):
         return [b.tolist() for b in data.train_batch_indices(epoch)]
+
     assert order(0) == order(0)
     assert order(0) != order(1)
 
@@ -104,11 +112,14 @@ def write_split(folder: Path, split: str, pairs: list[tuple[str, str]], gz: bool
         path.write_bytes(gzip.compress(text) if gz else text)
 
 
-@pytest.mark.parametrize("source,folder,names,gz", [
-    ("multi30k", "multi30k", ("train", "val", "test_2016_flickr"), True),
-    ("wmt14", "wmt14", ("train", "newstest2013", "newstest2014"), False),
-    ("files", "mine", ("train", "valid", "test"), True),
-])
+@pytest.mark.parametrize(
+    "source,folder,names,gz",
+    [
+        ("multi30k", "multi30k", ("train", "val", "test_2016_flickr"), True),
+        ("wmt14", "wmt14", ("train", "newstest2013", "newstest2014"), False),
+        ("files", "mine", ("train", "valid", "test"), True),
+    ],
+)
 def test_file_layouts(tmp_path, monkeypatch, source, folder, names, gz):
     pairs = [("A dog runs.", "Ein Hund rennt."), ("The cats sleep.", "Die Katzen schlafen.")] * 20
     for name in names:

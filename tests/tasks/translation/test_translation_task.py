@@ -29,22 +29,29 @@ def test_every_recipe_loads(name):
 def test_paper_recipes_have_the_papers_hyperparameters():
     base = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml")
     big = load_config(TranslationConfig, CONFIGS / "wmt14_big.yaml")
-    assert (base.model.encoder_layers, base.model.dim, base.model.ffn_dim, base.model.num_heads,
-            base.model.dropout) == (6, 512, 2048, 8, 0.1)
+    assert (
+        base.model.encoder_layers,
+        base.model.dim,
+        base.model.ffn_dim,
+        base.model.num_heads,
+        base.model.dropout,
+    ) == (6, 512, 2048, 8, 0.1)
     assert (big.model.dim, big.model.ffn_dim, big.model.num_heads, big.model.dropout) == (1024, 4096, 16, 0.3)
     for cfg in (base, big):
         assert (cfg.optim.betas, cfg.optim.eps, cfg.schedule.warmup_steps) == ([0.9, 0.98], 1e-9, 4000)
         assert cfg.label_smoothing == 0.1 and cfg.decode.beam_size == 4 and cfg.decode.alpha == 0.6
         # the peak of lr = d^-0.5 min(step^-0.5, step warmup^-1.5) is d^-0.5 warmup^-0.5
-        assert cfg.optim.lr == pytest.approx(cfg.model.dim ** -0.5 * 4000 ** -0.5, rel=1e-5)
+        assert cfg.optim.lr == pytest.approx(cfg.model.dim**-0.5 * 4000**-0.5, rel=1e-5)
 
 
 def test_paper_learning_rate_follows_the_model_width():
     wider = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml", ["--model.dim=1024"])
-    assert wider.optim.lr == pytest.approx(1024 ** -0.5 * 4000 ** -0.5)
+    assert wider.optim.lr == pytest.approx(1024**-0.5 * 4000**-0.5)
     longer = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml", ["--schedule.warmup_steps=8000"])
-    assert longer.optim.lr == pytest.approx(512 ** -0.5 * 8000 ** -0.5)
-    fixed = load_config(TranslationConfig, CONFIGS / "wmt14_base.yaml", ["--model.dim=1024", "--optim.lr=1e-4"])
+    assert longer.optim.lr == pytest.approx(512**-0.5 * 8000**-0.5)
+    fixed = load_config(
+        TranslationConfig, CONFIGS / "wmt14_base.yaml", ["--model.dim=1024", "--optim.lr=1e-4"]
+    )
     assert fixed.optim.lr == 1e-4  # an explicit rate still wins
 
 
@@ -52,13 +59,29 @@ def test_paper_learning_rate_follows_the_model_width():
 def trained_run(tmp_path_factory):
     """A tiny model trained through the runner on the built-in synthetic corpus."""
     out = tmp_path_factory.mktemp("translation")
-    cfg = load_config(TranslationConfig, None, [
-        f"train.out_dir={out}", "train.max_steps=250", "train.eval_every=0", "train.progress=false",
-        "train.tensorboard=false", "train.log_every=50",
-        "data.synthetic_train=8000", "data.synthetic_valid=100", "data.synthetic_test=100",
-        "data.vocab_size=1000", "data.max_tokens=2048",
-        "model.dim=128", "model.ffn_dim=256", "model.dropout=0.0",
-        "optim.lr=2e-3", "schedule.name=cosine", "schedule.warmup_steps=50"])
+    cfg = load_config(
+        TranslationConfig,
+        None,
+        [
+            f"train.out_dir={out}",
+            "train.max_steps=250",
+            "train.eval_every=0",
+            "train.progress=false",
+            "train.tensorboard=false",
+            "train.log_every=50",
+            "data.synthetic_train=8000",
+            "data.synthetic_valid=100",
+            "data.synthetic_test=100",
+            "data.vocab_size=1000",
+            "data.max_tokens=2048",
+            "model.dim=128",
+            "model.ffn_dim=256",
+            "model.dropout=0.0",
+            "optim.lr=2e-3",
+            "schedule.name=cosine",
+            "schedule.warmup_steps=50",
+        ],
+    )
     task = TranslationTask(cfg)
     result = fit(cfg, task)
     return out, task, result
@@ -99,21 +122,62 @@ def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
     lone = tmp_path / "elsewhere" / "model.pt"
     lone.parent.mkdir()
     shutil.copy(sorted((out / "checkpoints").glob("step_*.pt"))[-1], lone)
-    proc = subprocess.run([sys.executable, "-m", "tasks.translation.translate", str(lone),
-                           "--beam_size", "2", "--plot_attention", str(png)],
-                          input="\n".join(sources) + "\n", capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tasks.translation.translate",
+            str(lone),
+            "--beam_size",
+            "2",
+            "--plot_attention",
+            str(png),
+        ],
+        input="\n".join(sources) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 3 and all(lines)
     assert png.stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("cli, options", [
-    (evaluate, ["--run", "--checkpoint", "--beam_size", "--patience", "--device", "--precision", "--split", "--alpha",
-                "--data_dir", "--output"]),
-    (translate, ["--run", "--checkpoint", "--beam_size", "--patience", "--input", "--output", "--max_tokens",
-                 "--truncate", "--plot_attention"]),
-])
+@pytest.mark.parametrize(
+    "cli, options",
+    [
+        (
+            evaluate,
+            [
+                "--run",
+                "--checkpoint",
+                "--beam_size",
+                "--patience",
+                "--device",
+                "--precision",
+                "--split",
+                "--alpha",
+                "--data_dir",
+                "--output",
+            ],
+        ),
+        (
+            translate,
+            [
+                "--run",
+                "--checkpoint",
+                "--beam_size",
+                "--patience",
+                "--input",
+                "--output",
+                "--max_tokens",
+                "--truncate",
+                "--plot_attention",
+            ],
+        ),
+    ],
+)
 def test_help_lists_every_option(cli, options, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--help"])

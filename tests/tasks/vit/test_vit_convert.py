@@ -14,8 +14,9 @@ from zoo.config import UserError
 
 def _timm(**kwargs) -> VisionTransformer:
     torch.manual_seed(0)
-    model = VisionTransformer(img_size=32, patch_size=4, num_classes=10, embed_dim=48,
-                              num_heads=3, **{"depth": 3, **kwargs})
+    model = VisionTransformer(
+        img_size=32, patch_size=4, num_classes=10, embed_dim=48, num_heads=3, **{"depth": 3, **kwargs}
+    )
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -24,15 +25,26 @@ def _timm(**kwargs) -> VisionTransformer:
 
 
 def _zoo(**kwargs) -> ViT:
-    args = dict(image_size=32, patch_size=4, in_chans=3, num_classes=10, dim=48,
-                encoder_layers=3, num_heads=3, ffn_dim=192)
+    args = dict(
+        image_size=32,
+        patch_size=4,
+        in_chans=3,
+        num_classes=10,
+        dim=48,
+        encoder_layers=3,
+        num_heads=3,
+        ffn_dim=192,
+    )
     return ViT(**{**args, **kwargs})
 
 
 def test_average_pooling_with_fc_norm_needs_pool_avg() -> None:
     state = _timm(global_pool="avg").state_dict()  # norm moves to fc_norm after the pooling
-    with pytest.raises(UserError, match=r"unused keys: head_norm.weight.*missing keys: "
-                                        r"encoder.final_norm.weight.*pool"):
+    with pytest.raises(
+        UserError,
+        match=r"unused keys: head_norm.weight.*missing keys: "
+        r"encoder.final_norm.weight.*pool",
+    ):
         load_timm_state(_zoo(pool="token"), state)
     assert load_timm_state(_zoo(pool="avg"), state) == []
 

@@ -41,8 +41,7 @@ def test_model_and_data_must_agree() -> None:
 
 def _rgb_examples(n: int = 6) -> list[tuple[torch.Tensor, int]]:
     gen = torch.Generator().manual_seed(0)
-    return [(torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=gen), i % 3)
-            for i in range(n)]
+    return [(torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=gen), i % 3) for i in range(n)]
 
 
 def test_transforms_are_a_function_of_seed_epoch_and_index() -> None:
@@ -97,8 +96,7 @@ def _image_folder(root: Path) -> Path:
 @pytest.mark.parametrize("workers", [0, 1])
 def test_corrupt_image_error_names_the_file(tmp_path: Path, workers: int) -> None:
     bad = _image_folder(tmp_path)
-    data = build_datasets(DataConfig(dataset="imagefolder", path=str(tmp_path)), channels=3,
-                          num_classes=2)
+    data = build_datasets(DataConfig(dataset="imagefolder", path=str(tmp_path)), channels=3, num_classes=2)
     assert isinstance(data, ImageData) and data.image_size is None
     loader = DataLoader(data.test, batch_size=None, num_workers=workers)
     with pytest.raises(UserError) as caught:
@@ -116,11 +114,14 @@ SHARED = Path(os.environ.get("ZOO_DATA_DIR", Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.data
-@pytest.mark.skipif(not (SHARED / "cifar10" / "train").is_dir(),
-                    reason=f"CIFAR-10 image folders not found under {SHARED} (set ZOO_DATA_DIR)")
+@pytest.mark.skipif(
+    not (SHARED / "cifar10" / "train").is_dir(),
+    reason=f"CIFAR-10 image folders not found under {SHARED} (set ZOO_DATA_DIR)",
+)
 def test_cifar10_reads_the_shared_jpeg_folders() -> None:
-    data = build_datasets(DataConfig(dataset="cifar10", data_dir=str(SHARED), download=False),
-                          channels=3, num_classes=10)
+    data = build_datasets(
+        DataConfig(dataset="cifar10", data_dir=str(SHARED), download=False), channels=3, num_classes=10
+    )
     assert (len(data.train), len(data.test)) == (50_000, 10_000)
     assert data.classes[:3] == ["airplane", "automobile", "bird"] and data.classes[-1] == "truck"
     image, label = data.test[0]

@@ -34,20 +34,24 @@ def _timm_logits(timm_model: torch.nn.Module, images: torch.Tensor) -> torch.Ten
 
 
 def _small_timm(**kwargs) -> VisionTransformer:
-    model = VisionTransformer(img_size=32, patch_size=4, num_classes=10, embed_dim=48, depth=3,
-                              num_heads=3, **kwargs)
+    model = VisionTransformer(
+        img_size=32, patch_size=4, num_classes=10, embed_dim=48, depth=3, num_heads=3, **kwargs
+    )
     model.pretrained_cfg = {"mean": (0.5, 0.4, 0.3), "std": (0.2, 0.25, 0.3)}
     return _perturbed(model)
 
 
 # The named architectures; all but the first run at 64 px (timm resizes its position table the
 # same way) to keep the test fast.
-@pytest.mark.parametrize("name,kwargs", [
-    ("vit_tiny_patch16_224", {}),
-    ("vit_tiny_patch16_224", {"global_pool": "avg", "img_size": 64}),
-    ("vit_small_patch16_224", {"img_size": 64}),
-    ("deit_tiny_patch16_224", {"img_size": 64}),
-])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("vit_tiny_patch16_224", {}),
+        ("vit_tiny_patch16_224", {"global_pool": "avg", "img_size": 64}),
+        ("vit_small_patch16_224", {"img_size": 64}),
+        ("deit_tiny_patch16_224", {"img_size": 64}),
+    ],
+)
 def test_logits_equal_timm(name: str, kwargs: dict) -> None:
     timm_model = _perturbed(timm.create_model(name, pretrained=False, **kwargs))
     model = vit_from_timm(timm_model).eval()
@@ -58,11 +62,14 @@ def test_logits_equal_timm(name: str, kwargs: dict) -> None:
     assert torch.allclose(ours, _timm_logits(timm_model, images), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {},
-    {"global_pool": "avg"},
-    {"global_pool": "avg", "class_token": False},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"global_pool": "avg"},
+        {"global_pool": "avg", "class_token": False},
+    ],
+)
 def test_logits_equal_timm_small_images(kwargs: dict) -> None:
     timm_model = _small_timm(**kwargs)
     model = vit_from_timm(timm_model).eval()
@@ -79,8 +86,7 @@ def test_export_roundtrip_gives_timm_the_same_model() -> None:
     reference = timm_model.state_dict()
     assert exported.keys() == reference.keys()
     assert all(torch.equal(exported[k], reference[k]) for k in reference)
-    fresh = VisionTransformer(img_size=32, patch_size=4, num_classes=10, embed_dim=48, depth=3,
-                              num_heads=3)
+    fresh = VisionTransformer(img_size=32, patch_size=4, num_classes=10, embed_dim=48, depth=3, num_heads=3)
     fresh.load_state_dict(exported)
     fresh.pretrained_cfg = timm_model.pretrained_cfg
     images = torch.rand(2, 3, 32, 32)
@@ -117,8 +123,9 @@ def test_other_image_size_equals_timm_dynamic_size() -> None:
     """Running at 48 px a model trained at 32 px equals timm's dynamic-size forward, and a model
     built for 48 px loading the 32-px checkpoint."""
     timm_model = _small_timm()
-    dynamic = VisionTransformer(img_size=32, patch_size=4, num_classes=10, embed_dim=48, depth=3,
-                                num_heads=3, dynamic_img_size=True)
+    dynamic = VisionTransformer(
+        img_size=32, patch_size=4, num_classes=10, embed_dim=48, depth=3, num_heads=3, dynamic_img_size=True
+    )
     dynamic.load_state_dict(timm_model.state_dict())
     dynamic.pretrained_cfg = timm_model.pretrained_cfg
     model = vit_from_timm(timm_model).eval()
@@ -126,16 +133,35 @@ def test_other_image_size_equals_timm_dynamic_size() -> None:
     with torch.no_grad():
         ours = model(images)
     assert torch.allclose(ours, _timm_logits(dynamic.eval(), images), atol=1e-5, rtol=0)
-    at_48 = ViT(image_size=48, patch_size=4, in_chans=3, num_classes=10, dim=48, encoder_layers=3,
-                num_heads=3, ffn_dim=192, mean=(0.5, 0.4, 0.3), std=(0.2, 0.25, 0.3)).eval()
+    at_48 = ViT(
+        image_size=48,
+        patch_size=4,
+        in_chans=3,
+        num_classes=10,
+        dim=48,
+        encoder_layers=3,
+        num_heads=3,
+        ffn_dim=192,
+        mean=(0.5, 0.4, 0.3),
+        std=(0.2, 0.25, 0.3),
+    ).eval()
     assert load_timm_state(at_48, timm_model.state_dict()) == []
     with torch.no_grad():
         assert torch.allclose(at_48(images), ours, atol=1e-5, rtol=0)
 
 
 def _tiny(**kwargs) -> ViT:
-    return ViT(image_size=16, patch_size=4, in_chans=3, num_classes=5, dim=32, encoder_layers=4,
-               num_heads=2, ffn_dim=64, **kwargs)
+    return ViT(
+        image_size=16,
+        patch_size=4,
+        in_chans=3,
+        num_classes=5,
+        dim=32,
+        encoder_layers=4,
+        num_heads=2,
+        ffn_dim=64,
+        **kwargs,
+    )
 
 
 def test_eval_mode_makes_drop_path_the_identity() -> None:
@@ -168,8 +194,16 @@ def test_avg_pool_without_class_token_and_bad_arguments() -> None:
     with pytest.raises(ValueError, match="class_token"):
         _tiny(pool="token", class_token=False)
     with pytest.raises(ValueError, match="divide"):
-        ViT(image_size=15, patch_size=4, in_chans=3, num_classes=5, dim=32, encoder_layers=1,
-            num_heads=2, ffn_dim=64)
+        ViT(
+            image_size=15,
+            patch_size=4,
+            in_chans=3,
+            num_classes=5,
+            dim=32,
+            encoder_layers=1,
+            num_heads=2,
+            ffn_dim=64,
+        )
 
 
 @pytest.mark.parametrize("suffix", [".safetensors", ".pth"])
@@ -185,14 +219,32 @@ def test_pretrained_from_a_local_timm_checkpoint_file(tmp_path, suffix: str) -> 
         save_file(state, str(path))
     else:
         torch.save({"model": state}, path)  # timm's training checkpoints nest the weights
-    model = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=10, dim=48, encoder_layers=3,
-                num_heads=3, ffn_dim=192, mean=(0.5, 0.4, 0.3), std=(0.2, 0.25, 0.3)).eval()
+    model = ViT(
+        image_size=32,
+        patch_size=4,
+        in_chans=3,
+        num_classes=10,
+        dim=48,
+        encoder_layers=3,
+        num_heads=3,
+        ffn_dim=192,
+        mean=(0.5, 0.4, 0.3),
+        std=(0.2, 0.25, 0.3),
+    ).eval()
     assert load_pretrained(model, str(path)) == []
     images = torch.rand(2, 3, 32, 32)
     with torch.no_grad():
         assert torch.allclose(model(images), _timm_logits(timm_model, images), atol=1e-5, rtol=0)
-    fine_tune = ViT(image_size=32, patch_size=4, in_chans=3, num_classes=7, dim=48, encoder_layers=3,
-                    num_heads=3, ffn_dim=192)
+    fine_tune = ViT(
+        image_size=32,
+        patch_size=4,
+        in_chans=3,
+        num_classes=7,
+        dim=48,
+        encoder_layers=3,
+        num_heads=3,
+        ffn_dim=192,
+    )
     with pytest.raises(UserError, match=r"head.weight \(10, 48\) vs \(7, 48\)"):
         load_pretrained(fine_tune, str(path))  # strict: a new head only when asked for
     assert load_pretrained(fine_tune, str(path), new_head=True) == ["head.weight", "head.bias"]

@@ -11,8 +11,8 @@ import torch
 
 from tasks.vit import evaluate as evaluate_cli
 from tasks.vit import train as train_cli
-from tasks.vit.convert import zoo_to_timm
 from tasks.vit.config import DataConfig, ModelConfig, ViTConfig
+from tasks.vit.convert import zoo_to_timm
 from tasks.vit.data import ImageData, TensorImages
 from tasks.vit.figures import attention_rollout, confusion_matrix
 from tasks.vit.model import build_model, num_parameters
@@ -39,12 +39,20 @@ def test_tiny_vit_overfits_a_batch_through_the_runner(tmp_path: Path) -> None:
     batch = _random_images(16)
     data = ImageData(batch, batch, ["a", "b", "c", "d"], 3, 8, (0.5,), (0.25,))
     cfg = ViTConfig(
-        train=TrainConfig(out_dir=str(tmp_path), max_steps=80, log_every=80, progress=False, threads=1,
-                          tensorboard=False, resume=False),
+        train=TrainConfig(
+            out_dir=str(tmp_path),
+            max_steps=80,
+            log_every=80,
+            progress=False,
+            threads=1,
+            tensorboard=False,
+            resume=False,
+        ),
         optim=OptimConfig(name="adamw", lr=3e-3, betas=[0.9, 0.999], eps=1e-8),
         schedule=ScheduleConfig(name="constant", warmup_steps=5),
-        model=ModelConfig(image_size=8, patch_size=2, in_chans=3, num_classes=4, dim=32, encoder_layers=2,
-                          num_heads=2),
+        model=ModelConfig(
+            image_size=8, patch_size=2, in_chans=3, num_classes=4, dim=32, encoder_layers=2, num_heads=2
+        ),
         data=DataConfig(batch_size=16, crop_scale=[], label_smoothing=0.0),
     )
     result = fit(cfg, ViTTask(cfg, data))
@@ -63,8 +71,7 @@ def test_soft_target_loss_matches_torch_label_smoothing() -> None:
 
 def test_train_batches_are_reproducible_and_resume_mid_epoch() -> None:
     cfg = ViTConfig(data=DataConfig(batch_size=4, mixup_alpha=0.8, cutmix_alpha=1.0))
-    data = ImageData(_random_images(18), _random_images(4), ["a", "b", "c", "d"], 3, 8,
-                     (0.5,), (0.25,))
+    data = ImageData(_random_images(18), _random_images(4), ["a", "b", "c", "d"], 3, 8, (0.5,), (0.25,))
     cfg.model.in_chans, cfg.model.num_classes = 3, 4
     task = ViTTask(cfg, data)
     task.setup(_run())
@@ -100,8 +107,13 @@ def test_rollout_with_the_class_token_alone_in_the_last_layer_equals_full_maps(m
     images = torch.rand(3, 1, 8, 8)
     class_token_only = attention_rollout(model.eval(), images)
     full_forward = Encoder.forward
-    monkeypatch.setattr(Encoder, "forward", lambda self, x, *, pad_mask=None, outputs=None:
-                        full_forward(self, x, pad_mask=pad_mask)[:, outputs or slice(None)])
+    monkeypatch.setattr(
+        Encoder,
+        "forward",
+        lambda self, x, *, pad_mask=None, outputs=None: full_forward(self, x, pad_mask=pad_mask)[
+            :, outputs or slice(None)
+        ],
+    )
     torch.testing.assert_close(attention_rollout(model, images), class_token_only)
 
 
@@ -111,8 +123,7 @@ def test_digits_recipe_equals_the_built_in_defaults() -> None:
     assert to_dict(from_file) == to_dict(ViTConfig())
 
 
-@pytest.mark.parametrize("recipe", ["vit_tiny_patch16_224", "vit_small_patch16_224",
-                                    "vit_base_patch16_224"])
+@pytest.mark.parametrize("recipe", ["vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224"])
 def test_imagenet_recipes_are_timms_architectures(recipe: str) -> None:
     import timm
 
@@ -121,8 +132,9 @@ def test_imagenet_recipes_are_timms_architectures(recipe: str) -> None:
     # One layer keeps the test fast; every layer has the same shapes.
     ours = build_model(dataclasses.replace(cfg.model, encoder_layers=1), mean=(0.5,), std=(0.5,))
     reference = timm.create_model(recipe, pretrained=False, depth=1)
-    assert {k: v.shape for k, v in zoo_to_timm(ours.state_dict()).items()} == \
-        {k: v.shape for k, v in reference.state_dict().items()}
+    assert {k: v.shape for k, v in zoo_to_timm(ours.state_dict()).items()} == {
+        k: v.shape for k, v in reference.state_dict().items()
+    }
 
 
 def test_cifar_recipes_build() -> None:
@@ -141,8 +153,16 @@ def test_help_shows_the_vit_defaults(capsys: pytest.CaptureFixture) -> None:
 
 def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     run = tmp_path / "run"
-    train_cli.main([f"--train.out_dir={run}", "--train.max_steps=3", "--train.progress=false",
-                    "--train.tensorboard=false", "--data.batch_size=32", "--train.eval_every=0"])
+    train_cli.main(
+        [
+            f"--train.out_dir={run}",
+            "--train.max_steps=3",
+            "--train.progress=false",
+            "--train.tensorboard=false",
+            "--data.batch_size=32",
+            "--train.eval_every=0",
+        ]
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-3].startswith("test top-1") and "configs/vit/cifar10.yaml" in lines[-1]
     evaluate_cli.main([str(run), "--images", "3", "--eval_limit=0"])
@@ -158,5 +178,16 @@ def test_evaluate_help_lists_every_option(capsys: pytest.CaptureFixture) -> None
     with pytest.raises(SystemExit):
         evaluate_cli.main(["--help"])
     text = capsys.readouterr().out
-    assert all(f"--{name}" in text for name in
-               ("run", "checkpoint", "out", "images", "data_dir", "path", "eval_limit", "eval_batch_size"))
+    assert all(
+        f"--{name}" in text
+        for name in (
+            "run",
+            "checkpoint",
+            "out",
+            "images",
+            "data_dir",
+            "path",
+            "eval_limit",
+            "eval_batch_size",
+        )
+    )

@@ -35,8 +35,9 @@ def test_self_attention_with_padding_equals_torch(mha):
     x = torch.randn(B, T, D, dtype=torch.float64)
     lengths = torch.tensor([7, 4, 1])
     ours = mha(x, mask=lengths_mask(lengths, T))
-    theirs, _ = copy_into_torch(mha)(x, x, x, key_padding_mask=~lengths_mask(lengths, T)[:, 0, 0],
-                                     need_weights=False)
+    theirs, _ = copy_into_torch(mha)(
+        x, x, x, key_padding_mask=~lengths_mask(lengths, T)[:, 0, 0], need_weights=False
+    )
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-12)
 
 
@@ -53,9 +54,9 @@ def test_cross_attention_with_padding_equals_torch(mha):
     context = torch.randn(B, S, D, dtype=torch.float64)
     lengths = torch.tensor([5, 2, 3])
     ours = mha(x, context, mask=lengths_mask(lengths, S))
-    theirs, _ = copy_into_torch(mha)(x, context, context,
-                                     key_padding_mask=~lengths_mask(lengths, S)[:, 0, 0],
-                                     need_weights=False)
+    theirs, _ = copy_into_torch(mha)(
+        x, context, context, key_padding_mask=~lengths_mask(lengths, S)[:, 0, 0], need_weights=False
+    )
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-12)
 
 

@@ -72,8 +72,9 @@ def fresh_memory(request, monkeypatch):
     """Fresh buffers as allocated, or full of NaN (what uninitialised memory may hold)."""
     if request.param == "nan":
         new_empty = torch.Tensor.new_empty
-        monkeypatch.setattr(torch.Tensor, "new_empty",
-                            lambda self, *a, **kw: new_empty(self, *a, **kw).fill_(float("nan")))
+        monkeypatch.setattr(
+            torch.Tensor, "new_empty", lambda self, *a, **kw: new_empty(self, *a, **kw).fill_(float("nan"))
+        )
 
 
 def test_beams_reading_shared_histories_attend_like_per_row_copies(fresh_memory):

@@ -50,6 +50,8 @@ def test_traces_under_torch_compile_without_a_graph_break():
     """The CPU mask's in-place random_ cannot be traced; compiled code takes F.dropout instead."""
     import torch._dynamo as dynamo
 
-    model = torch.nn.Sequential(torch.nn.Linear(8, 8), Dropout(0.5), torch.nn.Linear(8, 8), Dropout(0.5)).train()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 8), Dropout(0.5), torch.nn.Linear(8, 8), Dropout(0.5)
+    ).train()
     explained = dynamo.explain(model)(torch.randn(4, 8))
     assert explained.graph_break_count == 0 and explained.graph_count == 1

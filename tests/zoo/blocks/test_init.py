@@ -9,8 +9,9 @@ from zoo.blocks import Encoder, LayerSpec, TokenEmbedding, init_transformer_
 
 def test_xavier_bounds_per_block_zero_biases_unit_norms():
     torch.manual_seed(0)
-    model = torch.nn.ModuleDict({"enc": Encoder.uniform(2, LayerSpec(64, 4, 256, pre_norm=True)),
-                                 "emb": TokenEmbedding(100, 64)})
+    model = torch.nn.ModuleDict(
+        {"enc": Encoder.uniform(2, LayerSpec(64, 4, 256, pre_norm=True)), "emb": TokenEmbedding(100, 64)}
+    )
     with torch.no_grad():
         for p in model.parameters():
             p.fill_(3.0)
@@ -27,4 +28,4 @@ def test_xavier_bounds_per_block_zero_biases_unit_norms():
         elif "norm" in name:
             assert torch.equal(p, torch.ones_like(p)), name
     emb = model["emb"].weight
-    assert abs(emb.std().item() - 64 ** -0.5) < 0.01  # TokenEmbedding's own N(0, D^-1/2)
+    assert abs(emb.std().item() - 64**-0.5) < 0.01  # TokenEmbedding's own N(0, D^-1/2)

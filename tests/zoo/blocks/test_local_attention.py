@@ -73,7 +73,6 @@ def test_cached_steps_take_the_callers_mask() -> None:
     local, full = _pair(8, 2, window=1)
     x = torch.randn(2, 5, 8, dtype=torch.float64)
     cache = KVCache()
-    steps = [local(x[:, t:t + 1], mask=local_mask(1, window=1, offset=t), cache=cache)
-             for t in range(5)]
+    steps = [local(x[:, t : t + 1], mask=local_mask(1, window=1, offset=t), cache=cache) for t in range(5)]
     expected = full(x, mask=local_mask(5, window=1) & causal_mask(5))
     torch.testing.assert_close(torch.cat(steps, 1), expected)

@@ -72,8 +72,10 @@ def test_separable_conv_is_depthwise_then_pointwise(causal: bool) -> None:
     x_other[..., 1:] = 0
     depthwise = sep.conv(torch.nn.functional.pad(x_other.transpose(1, 2), sep.padding))
     assert torch.equal(depthwise[:, 1:], sep.conv.bias[1:, None].expand(2, DIM - 1, 10))
-    torch.testing.assert_close(sep(x), sep.pointwise(sep.conv(
-        torch.nn.functional.pad(x.transpose(1, 2), sep.padding))).transpose(1, 2))
+    torch.testing.assert_close(
+        sep(x),
+        sep.pointwise(sep.conv(torch.nn.functional.pad(x.transpose(1, 2), sep.padding))).transpose(1, 2),
+    )
 
 
 def test_conv_same_padding_is_centred() -> None:
@@ -86,12 +88,15 @@ def test_conv_same_padding_is_centred() -> None:
     assert conv(x).flatten().tolist() == [2, 3, 4, 5, 6, 7, 0, 0]
 
 
-@pytest.mark.parametrize(("causal", "kernel_size", "dilations"),
-                         [(True, 3, [1, 3, 9]), (False, 3, [1, 2, 4]), (False, 5, [1, 3, 9])])
-def test_dilated_conv_dilation_grows_with_layer(causal: bool, kernel_size: int,
-                                                dilations: list[int]) -> None:
-    assert [build_mixer("dilated_conv", DIM, causal=causal, kernel_size=kernel_size, layer=i)
-            .conv.dilation[0] for i in range(3)] == dilations
+@pytest.mark.parametrize(
+    ("causal", "kernel_size", "dilations"),
+    [(True, 3, [1, 3, 9]), (False, 3, [1, 2, 4]), (False, 5, [1, 3, 9])],
+)
+def test_dilated_conv_dilation_grows_with_layer(causal: bool, kernel_size: int, dilations: list[int]) -> None:
+    assert [
+        build_mixer("dilated_conv", DIM, causal=causal, kernel_size=kernel_size, layer=i).conv.dilation[0]
+        for i in range(3)
+    ] == dilations
 
 
 def test_bad_arguments_raise() -> None:

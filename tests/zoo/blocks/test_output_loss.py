@@ -3,19 +3,21 @@
 import pytest
 import torch
 
-from zoo.blocks import linear_cross_entropy
-from zoo.blocks import output_loss
+from zoo.blocks import linear_cross_entropy, output_loss
 from zoo.models import ModelConfig, build_model
 from zoo.train.losses import label_smoothed_cross_entropy
 
 
 def reference(hidden, weight, target, smoothing, ignore_index):
-    return label_smoothed_cross_entropy(hidden @ weight.T, target, smoothing=smoothing,
-                                        ignore_index=ignore_index)
+    return label_smoothed_cross_entropy(
+        hidden @ weight.T, target, smoothing=smoothing, ignore_index=ignore_index
+    )
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-@pytest.mark.parametrize("chunk_bytes", [4 * 13 * 3, output_loss.CHUNK_BYTES])  # 3 rows: many chunks, a remainder
+@pytest.mark.parametrize(
+    "chunk_bytes", [4 * 13 * 3, output_loss.CHUNK_BYTES]
+)  # 3 rows: many chunks, a remainder
 def test_loss_nll_and_gradients_equal_the_unfused_reference(smoothing, chunk_bytes, monkeypatch):
     monkeypatch.setattr(output_loss, "CHUNK_BYTES", chunk_bytes)
     torch.manual_seed(0)
@@ -69,7 +71,9 @@ def test_bf16_autocast_is_close_to_fp32():
 
 def test_the_transformer_given_targets_returns_the_loss_of_its_logits():
     torch.manual_seed(2)
-    cfg = ModelConfig(encoder_layers=1, decoder_layers=1, dim=16, ffn_dim=32, num_heads=2, dropout=0.0, max_len=32)
+    cfg = ModelConfig(
+        encoder_layers=1, decoder_layers=1, dim=16, ffn_dim=32, num_heads=2, dropout=0.0, max_len=32
+    )
     model = build_model(cfg, 30, 30, 0).double()
     src, tgt = torch.randint(4, 30, (3, 6)), torch.randint(4, 30, (3, 5))
     tgt[0, 3:] = 0

@@ -20,13 +20,20 @@ def factored_encoder(**spec) -> Encoder:
 def test_attention_scores_are_a_content_product_plus_a_position_product() -> None:
     attn = factored_encoder().layers[0].self_attn
     full_w = attn.qkv_proj.parametrizations.weight.original  # dense: the zeroed blocks hold values too
-    full_o, bias, bias_o = attn.out_proj.parametrizations.weight.original, attn.qkv_proj.bias, attn.out_proj.bias
+    full_o, bias, bias_o = (
+        attn.out_proj.parametrizations.weight.original,
+        attn.qkv_proj.bias,
+        attn.out_proj.bias,
+    )
     x = torch.randn(3, 5, DIM)
     half, dh = DIM // 2, DIM // HEADS
     parts = {"c": slice(0, half), "p": slice(half, DIM)}
     outputs = {"c": [], "p": []}
     for h in range(HEADS):
-        rows = {"c": torch.arange(h * dh, h * dh + dh // 2), "p": torch.arange(h * dh + dh // 2, (h + 1) * dh)}
+        rows = {
+            "c": torch.arange(h * dh, h * dh + dh // 2),
+            "p": torch.arange(h * dh + dh // 2, (h + 1) * dh),
+        }
 
         def project(which: int, part: str) -> torch.Tensor:
             r = rows[part] + which * DIM
@@ -36,7 +43,9 @@ def test_attention_scores_are_a_content_product_plus_a_position_product() -> Non
         weights = scores.softmax(-1)
         for p in "cp":
             outputs[p].append(weights @ project(2, p))
-    expected = torch.cat([torch.cat(outputs[p], -1) @ full_o[parts[p]][:, _head_features(p)].T for p in "cp"], -1)
+    expected = torch.cat(
+        [torch.cat(outputs[p], -1) @ full_o[parts[p]][:, _head_features(p)].T for p in "cp"], -1
+    )
     torch.testing.assert_close(attn(x), expected + bias_o)
 
 
@@ -50,9 +59,9 @@ def test_the_feed_forward_maps_each_half_to_itself() -> None:
     ffn = factored_encoder().layers[0].ffn
     x = torch.randn(2, 4, DIM)
     moved = x.clone()
-    moved[..., DIM // 2:] += torch.randn(2, 4, DIM // 2)
+    moved[..., DIM // 2 :] += torch.randn(2, 4, DIM // 2)
     torch.testing.assert_close(ffn(moved)[..., : DIM // 2], ffn(x)[..., : DIM // 2])
-    assert not torch.allclose(ffn(moved)[..., DIM // 2:], ffn(x)[..., DIM // 2:])
+    assert not torch.allclose(ffn(moved)[..., DIM // 2 :], ffn(x)[..., DIM // 2 :])
 
 
 def test_training_keeps_the_halves_apart() -> None:
@@ -61,8 +70,8 @@ def test_training_keeps_the_halves_apart() -> None:
     encoder(torch.randn(2, 5, DIM)).square().sum().backward()
     optimizer.step()
     weight = encoder.layers[0].ffn.fc1.weight
-    assert weight[: 6, DIM // 2:].abs().max() == 0 and weight[6:, : DIM // 2].abs().max() == 0
-    assert weight[: 6, : DIM // 2].abs().min() > 0
+    assert weight[:6, DIM // 2 :].abs().max() == 0 and weight[6:, : DIM // 2].abs().max() == 0
+    assert weight[:6, : DIM // 2].abs().min() > 0
 
 
 def test_concat_positions_puts_the_positions_beside_the_content() -> None:
@@ -70,7 +79,7 @@ def test_concat_positions_puts_the_positions_beside_the_content() -> None:
     content = torch.randn(2, 3, DIM // 2)
     x = join(content)
     torch.testing.assert_close(x[..., : DIM // 2], content)
-    torch.testing.assert_close(x[1, :, DIM // 2:], join.positions.weight[:3])
+    torch.testing.assert_close(x[1, :, DIM // 2 :], join.positions.weight[:3])
 
 
 def test_shapes_it_cannot_factor_are_refused() -> None:

@@ -4,8 +4,18 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.blocks import (Decoder, Encoder, EncoderLayer, LayerSpec, LocalAttention, causal_mask,
-                        init_transformer_, lengths_mask, local_mask, padding_mask)
+from zoo.blocks import (
+    Decoder,
+    Encoder,
+    EncoderLayer,
+    LayerSpec,
+    LocalAttention,
+    causal_mask,
+    init_transformer_,
+    lengths_mask,
+    local_mask,
+    padding_mask,
+)
 
 D, H, FF = 16, 4, 32
 
@@ -29,7 +39,7 @@ def test_cached_decoding_equals_full_forward_at_every_step(pre_norm):
     full = dec(tgt, memory, memory_mask=src_mask)
     cache = dec.new_cache()
     for t in range(tgt.shape[1]):
-        step = dec(tgt[:, t:t + 1], memory if t == 0 else None, memory_mask=src_mask, cache=cache)
+        step = dec(tgt[:, t : t + 1], memory if t == 0 else None, memory_mask=src_mask, cache=cache)
         torch.testing.assert_close(step[:, 0], full[:, t], rtol=0, atol=1e-10)
     assert cache.offset == tgt.shape[1]
 
@@ -78,8 +88,9 @@ def test_padding_does_not_change_real_positions():
     mem_short, mem_padded = enc(src), enc(padded, pad_mask=mask)
     torch.testing.assert_close(mem_padded[:, :4], mem_short, rtol=0, atol=1e-12)
     tgt = torch.randn(1, 3, D, dtype=torch.float64)
-    torch.testing.assert_close(dec(tgt, mem_padded, memory_mask=mask), dec(tgt, mem_short),
-                               rtol=0, atol=1e-12)
+    torch.testing.assert_close(
+        dec(tgt, mem_padded, memory_mask=mask), dec(tgt, mem_short), rtol=0, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("pre_norm", [False, True])
@@ -141,14 +152,20 @@ def test_post_norm_encoder_layer_equals_torch():
     for p in ours.parameters():  # random norms and biases too, so every mapping is checked
         p.data.normal_()
     ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True).double().eval()
-    mapping = {"self_attn.in_proj_weight": "self_attn.qkv_proj.weight",
-               "self_attn.in_proj_bias": "self_attn.qkv_proj.bias",
-               "self_attn.out_proj.weight": "self_attn.out_proj.weight",
-               "self_attn.out_proj.bias": "self_attn.out_proj.bias",
-               "linear1.weight": "ffn.fc1.weight", "linear1.bias": "ffn.fc1.bias",
-               "linear2.weight": "ffn.fc2.weight", "linear2.bias": "ffn.fc2.bias",
-               "norm1.weight": "self_attn_res.norm.weight", "norm1.bias": "self_attn_res.norm.bias",
-               "norm2.weight": "ffn_res.norm.weight", "norm2.bias": "ffn_res.norm.bias"}
+    mapping = {
+        "self_attn.in_proj_weight": "self_attn.qkv_proj.weight",
+        "self_attn.in_proj_bias": "self_attn.qkv_proj.bias",
+        "self_attn.out_proj.weight": "self_attn.out_proj.weight",
+        "self_attn.out_proj.bias": "self_attn.out_proj.bias",
+        "linear1.weight": "ffn.fc1.weight",
+        "linear1.bias": "ffn.fc1.bias",
+        "linear2.weight": "ffn.fc2.weight",
+        "linear2.bias": "ffn.fc2.bias",
+        "norm1.weight": "self_attn_res.norm.weight",
+        "norm1.bias": "self_attn_res.norm.bias",
+        "norm2.weight": "ffn_res.norm.weight",
+        "norm2.bias": "ffn_res.norm.bias",
+    }
     ours_state = ours.state_dict()
     ref.load_state_dict({theirs: ours_state[mine] for theirs, mine in mapping.items()})
     x = torch.randn(2, 5, D, dtype=torch.float64)
@@ -156,8 +173,9 @@ def test_post_norm_encoder_layer_equals_torch():
     expected = ref(x, src_key_padding_mask=~mask[:, 0, 0])
     torch.testing.assert_close(ours(x, mask=mask)[0], expected[0], rtol=0, atol=1e-12)
     torch.testing.assert_close(ours(x, mask=mask)[1, :2], expected[1, :2], rtol=0, atol=1e-12)
-    torch.testing.assert_close(ours(x, mask=causal_mask(5)), ref(x, src_mask=~causal_mask(5)),
-                               rtol=0, atol=1e-12)
+    torch.testing.assert_close(
+        ours(x, mask=causal_mask(5)), ref(x, src_mask=~causal_mask(5)), rtol=0, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("pre_norm", [False, True])
@@ -195,7 +213,7 @@ def test_cached_decoding_with_a_window_equals_full_forward():
     full = dec(tgt, memory)
     cache = dec.new_cache()
     steps = [dec(tgt[:, :3], memory, cache=cache)]  # a prefix, then one token at a time
-    steps += [dec(tgt[:, t:t + 1], None, cache=cache) for t in range(3, 9)]
+    steps += [dec(tgt[:, t : t + 1], None, cache=cache) for t in range(3, 9)]
     torch.testing.assert_close(torch.cat(steps, 1), full, rtol=0, atol=1e-10)
 
 
@@ -205,8 +223,10 @@ def test_uniform_final_norm_and_drop_path_rate():
     assert Encoder.uniform(2, spec, final_norm=False).final_norm is None
     assert Encoder.uniform(2, LayerSpec(D, H, FF)).final_norm is None  # post-norm
     enc = Encoder.uniform(3, spec, drop_path_rate=0.2)
-    assert [layer.ffn_res.drop_path.drop_prob if hasattr(layer.ffn_res.drop_path, "drop_prob")
-            else 0.0 for layer in enc.layers] == pytest.approx([0.0, 0.1, 0.2])
+    assert [
+        layer.ffn_res.drop_path.drop_prob if hasattr(layer.ffn_res.drop_path, "drop_prob") else 0.0
+        for layer in enc.layers
+    ] == pytest.approx([0.0, 0.1, 0.2])
 
 
 def test_layer_spec_covers_bert_post_norm_gelu_eps_and_rejects_unknown_names():

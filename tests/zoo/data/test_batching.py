@@ -14,8 +14,10 @@ def cost(batch: np.ndarray, src: np.ndarray, tgt: np.ndarray) -> int:
     return len(batch) * int(max(src[batch].max(), tgt[batch].max()))
 
 
-@pytest.mark.parametrize("seed,n,high,max_tokens", [(0, 1, 5, 5), (1, 257, 40, 64), (2, 1000, 100, 512),
-                                                    (3, 500, 8, 7), (4, 2000, 300, 300)])
+@pytest.mark.parametrize(
+    "seed,n,high,max_tokens",
+    [(0, 1, 5, 5), (1, 257, 40, 64), (2, 1000, 100, 512), (3, 500, 8, 7), (4, 2000, 300, 300)],
+)
 def test_every_example_once_and_no_batch_over_budget(seed, n, high, max_tokens):
     src, tgt = random_lengths(seed, n, min(high, max_tokens + 1))
     for epoch in range(3):
@@ -74,8 +76,10 @@ def test_shard_needs_a_batch_per_rank():
         shard([0, 1], 2, 2)
 
 
-@pytest.mark.parametrize("target,max_tokens,world_size", [(25000, 4096, 1), (25000, 4096, 8), (25000, 3584, 8),
-                                                          (1000, 4096, 1), (8192, 4096, 2), (8193, 4096, 2)])
+@pytest.mark.parametrize(
+    "target,max_tokens,world_size",
+    [(25000, 4096, 1), (25000, 4096, 8), (25000, 3584, 8), (1000, 4096, 1), (8192, 4096, 2), (8193, 4096, 2)],
+)
 def test_accumulation_reaches_the_target_with_the_fewest_micro_batches(target, max_tokens, world_size):
     accum = accumulation_for(target, max_tokens, world_size)
     assert accum * max_tokens * world_size >= target

@@ -81,7 +81,7 @@ def test_interrupted_download_resumes_with_a_range_request(tmp_path, monkeypatch
     serve(monkeypatch, fail_after=300_000)
     with pytest.raises(UserError, match="run again to resume"):
         fetch("https://example.org/file.bin", dest, progress=False)
-    assert not dest.exists() and part.read_bytes() == PAYLOAD[:part.stat().st_size]
+    assert not dest.exists() and part.read_bytes() == PAYLOAD[: part.stat().st_size]
     done = part.stat().st_size
     assert 0 < done < len(PAYLOAD)
     ranges = serve(monkeypatch)

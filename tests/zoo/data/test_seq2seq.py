@@ -18,8 +18,10 @@ def reference_pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
 def test_pad_equals_a_row_by_row_reference(first, last):
     ids = Ids.from_rows(ROWS, vocab_size=400)
     for indices in ([0, 1, 2, 3], [3, 1], [1], [2, 2, 0]):
-        rows = [([first] if first is not None else []) + ROWS[i] + ([last] if last is not None else [])
-                for i in indices]
+        rows = [
+            ([first] if first is not None else []) + ROWS[i] + ([last] if last is not None else [])
+            for i in indices
+        ]
         got = pad(ids, indices, -1, first=first, last=last)
         assert got.dtype == torch.long and torch.equal(got, reference_pad(rows, -1))
 

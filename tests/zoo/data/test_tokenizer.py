@@ -14,7 +14,7 @@ ORDINARY = [
     "A man in a blue shirt is standing on a ladder (cleaning a window) at 3 p.m.",
     "Ein Mann in einem blauen Hemd steht auf einer Leiter und putzt ein Fenster.",
     "Das Mädchen läuft über die Straße; der Hund wartet vor dem Geschäft!",
-    "Is it 25% cheaper? \"Yes\", she said - it's 4.50 euros.",
+    'Is it 25% cheaper? "Yes", she said - it\'s 4.50 euros.',
 ]
 
 
@@ -49,7 +49,10 @@ def test_decode_stops_at_eos_and_skips_padding(corpus):
 def test_bytes_and_files_load_back_identically(tmp_path, corpus):
     trained = SentencePieceTokenizer.train(corpus, vocab_size=300, seed=1)
     (tmp_path / "spm.model").write_bytes(trained.model)
-    for loaded in (SentencePieceTokenizer(trained.model), SentencePieceTokenizer.load(tmp_path / "spm.model")):
+    for loaded in (
+        SentencePieceTokenizer(trained.model),
+        SentencePieceTokenizer.load(tmp_path / "spm.model"),
+    ):
         assert loaded.vocab_size == trained.vocab_size
         assert [loaded.encode(t) for t in ORDINARY] == [trained.encode(t) for t in ORDINARY]
     assert SentencePieceTokenizer.train(corpus, vocab_size=300, seed=1).model == trained.model

@@ -5,15 +5,26 @@ from __future__ import annotations
 import pytest
 from transformers import BertTokenizerFast
 
-from zoo.data.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 from zoo.config import UserError
+from zoo.data.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
-TRAIN = ["The quick brown fox jumps over the lazy dog.", "Zürich lies on the Limmat river.",
-         "Tokenizers split unseen words into word pieces, like unbelievably.",
-         "Numbers such as 1,234.5 and dates like 12/05/1999 appear too."] * 20
-PROBES = ["The QUICK brown fox!", "Café naïve résumé Zürich", "unbelievably-long-hyphenated words",
-          "東京 is Tokyo; 北京 is Beijing.", "a [MASK] b [SEP] c", "tabs\tand  double  spaces",
-          "x" * 120, "emoji 🙂 and control\u0007chars", ""]
+TRAIN = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Zürich lies on the Limmat river.",
+    "Tokenizers split unseen words into word pieces, like unbelievably.",
+    "Numbers such as 1,234.5 and dates like 12/05/1999 appear too.",
+] * 20
+PROBES = [
+    "The QUICK brown fox!",
+    "Café naïve résumé Zürich",
+    "unbelievably-long-hyphenated words",
+    "東京 is Tokyo; 北京 is Beijing.",
+    "a [MASK] b [SEP] c",
+    "tabs\tand  double  spaces",
+    "x" * 120,
+    "emoji 🙂 and control\u0007chars",
+    "",
+]
 
 
 @pytest.mark.parametrize("lowercase", [True, False])

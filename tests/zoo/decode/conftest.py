@@ -13,8 +13,9 @@ PAD, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.bos, SPECIAL_IDS.eos
 
 def tiny_model(vocab: int, seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
-    cfg = ModelConfig(encoder_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4,
-                      dropout=0.0, max_len=128)
+    cfg = ModelConfig(
+        encoder_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4, dropout=0.0, max_len=128
+    )
     return build_model(cfg, vocab, vocab, PAD).eval()
 
 

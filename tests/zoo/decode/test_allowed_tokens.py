@@ -15,19 +15,24 @@ PATTERN = [7, 5, 7, 9, 11]
 
 def forcing(pattern: list[int], vocab: int):
     """Allows only pattern[t] at step t, then only EOS."""
+
     def allowed_tokens(sequences: torch.Tensor, prefixes: torch.Tensor) -> torch.Tensor:
         mask = torch.zeros(prefixes.shape[0], vocab, dtype=torch.bool)
         step = prefixes.shape[1]
         mask[:, pattern[step] if step < len(pattern) else EOS] = True
         return mask
+
     return allowed_tokens
 
 
 def searches():
-    return {"greedy": lambda model, src, **kw: greedy_search(model, src, **kw),
-            "beam": lambda model, src, **kw: beam_search(model, src, beam_size=3, n_best=2, **kw),
-            "sample": lambda model, src, **kw: sample(model, src, generator=torch.Generator().manual_seed(0),
-                                                       temperature=2.0, **kw)}
+    return {
+        "greedy": lambda model, src, **kw: greedy_search(model, src, **kw),
+        "beam": lambda model, src, **kw: beam_search(model, src, beam_size=3, n_best=2, **kw),
+        "sample": lambda model, src, **kw: sample(
+            model, src, generator=torch.Generator().manual_seed(0), temperature=2.0, **kw
+        ),
+    }
 
 
 @pytest.mark.parametrize("name", ["greedy", "beam", "sample"])
@@ -50,13 +55,28 @@ def test_beam_with_hook_equals_exhaustive_search_over_allowed_sequences(alpha, m
         return mask
 
     words = [UNK, 4, 5]
-    every = [list(ids) for length in range(4) for ids in itertools.product(words, repeat=length)
-             if all(a != b for a, b in zip(ids, ids[1:]))]
+    every = [
+        list(ids)
+        for length in range(4)
+        for ids in itertools.product(words, repeat=length)
+        if all(a != b for a, b in zip(ids, ids[1:]))
+    ]
     logprobs = score(model, src[0], every)
-    scored = sorted(((lp / length_penalty(len(ids) + 1, alpha), ids) for lp, ids in zip(logprobs, every)),
-                    key=lambda pair: -pair[0])
-    out = beam_search(model, src, beam_size=40, alpha=alpha, max_len_a=0.0, max_len_b=3, n_best=5,
-                      allowed_tokens=no_repeat, **SPECIALS)
+    scored = sorted(
+        ((lp / length_penalty(len(ids) + 1, alpha), ids) for lp, ids in zip(logprobs, every)),
+        key=lambda pair: -pair[0],
+    )
+    out = beam_search(
+        model,
+        src,
+        beam_size=40,
+        alpha=alpha,
+        max_len_a=0.0,
+        max_len_b=3,
+        n_best=5,
+        allowed_tokens=no_repeat,
+        **SPECIALS,
+    )
     found = out.nbest()[0]
     assert [ids for ids, _ in found] == [ids for _, ids in scored[:5]]
     torch.testing.assert_close(torch.tensor([s for _, s in found]), torch.tensor([s for s, _ in scored[:5]]))
@@ -80,8 +100,14 @@ def test_the_hook_sees_each_rows_sequence_and_generated_prefix(model, src):
 
 def test_at_the_length_limit_eos_wins_over_the_hook(model, src):
     never_end = lambda sequences, prefixes: torch.arange(19) != EOS
-    out = greedy_search(model, src, max_len_a=2.0, max_len_b=1,
-                        allowed_tokens=lambda s, p: never_end(s, p).expand(p.shape[0], -1), **SPECIALS)
+    out = greedy_search(
+        model,
+        src,
+        max_len_a=2.0,
+        max_len_b=1,
+        allowed_tokens=lambda s, p: never_end(s, p).expand(p.shape[0], -1),
+        **SPECIALS,
+    )
     lengths = (src != SPECIAL_IDS.pad).sum(1)
     assert [len(h) for h in out.best()] == (2 * lengths + 1).tolist()
 

@@ -18,8 +18,10 @@ def test_sorted_batches_give_each_source_its_own_hypothesis_in_input_order(model
     sources = random_sources(17)
     search = lambda src, positions: greedy_search(model, src, max_len_b=6, **SPECIALS)
     batched = decode_sorted(model, sources, search, special=SPECIAL_IDS, max_tokens=30)
-    alone = [greedy_search(model, torch.tensor([s + [SPECIAL_IDS.eos]]), max_len_b=6, **SPECIALS).best()[0]
-             for s in sources]
+    alone = [
+        greedy_search(model, torch.tensor([s + [SPECIAL_IDS.eos]]), max_len_b=6, **SPECIALS).best()[0]
+        for s in sources
+    ]
     assert batched == alone
 
 
@@ -29,12 +31,17 @@ def test_the_search_receives_each_rows_input_position(model):
     def search(src, positions):
         def emit_position(sequences, prefixes):
             mask = torch.zeros(prefixes.shape[0], 19, dtype=torch.bool)
-            token = torch.where(torch.tensor(prefixes.shape[1] > 0), SPECIAL_IDS.eos, 4 + positions[sequences])
+            token = torch.where(
+                torch.tensor(prefixes.shape[1] > 0), SPECIAL_IDS.eos, 4 + positions[sequences]
+            )
             mask[torch.arange(prefixes.shape[0]), token] = True
             return mask
+
         return greedy_search(model, src, allowed_tokens=emit_position, **SPECIALS)
 
-    assert decode_sorted(model, sources, search, special=SPECIAL_IDS, max_tokens=20) == [[4 + i] for i in range(9)]
+    assert decode_sorted(model, sources, search, special=SPECIAL_IDS, max_tokens=20) == [
+        [4 + i] for i in range(9)
+    ]
 
 
 def test_lengths_limits_and_the_position_table(model):
@@ -46,6 +53,8 @@ def test_lengths_limits_and_the_position_table(model):
 
 def test_decoding_never_asks_for_a_position_past_the_table(model):
     """A limit far beyond max_len (128) is capped: the decoder input stays within 128 positions."""
-    never_end = lambda sequences, prefixes: (torch.arange(19) != SPECIAL_IDS.eos).expand(prefixes.shape[0], -1)
+    never_end = lambda sequences, prefixes: (torch.arange(19) != SPECIAL_IDS.eos).expand(
+        prefixes.shape[0], -1
+    )
     out = greedy_search(model, torch.tensor([[5, 6]]), max_len_b=1000, allowed_tokens=never_end, **SPECIALS)
     assert len(out.best()[0]) == 127

@@ -23,14 +23,15 @@ def test_wide_beam_equals_exhaustive_search(alpha, make_model, score):
     words = [UNK, 4, 5]
     every = [list(ids) for length in range(4) for ids in itertools.product(words, repeat=length)]
     logprobs = score(model, src[0], every)
-    scored = sorted(((lp / length_penalty(len(ids) + 1, alpha), ids)
-                     for lp, ids in zip(logprobs, every)), key=lambda pair: -pair[0])
+    scored = sorted(
+        ((lp / length_penalty(len(ids) + 1, alpha), ids) for lp, ids in zip(logprobs, every)),
+        key=lambda pair: -pair[0],
+    )
 
     out = beam_search(model, src, beam_size=40, alpha=alpha, max_len_b=0, n_best=5, **SPECIALS)
     found = out.nbest()[0]
     assert [ids for ids, _ in found] == [ids for _, ids in scored[:5]]
-    torch.testing.assert_close(torch.tensor([s for _, s in found]),
-                               torch.tensor([s for s, _ in scored[:5]]))
+    torch.testing.assert_close(torch.tensor([s for _, s in found]), torch.tensor([s for s, _ in scored[:5]]))
 
 
 def test_cached_equals_uncached(model, src):
@@ -63,8 +64,9 @@ def test_batch_equals_one_sentence_at_a_time(model, src):
     """Padding, per-sentence length limits and dropping stopped sentences change nothing."""
     batch = beam_search(model, src, max_len_b=6, n_best=2, **SPECIALS)
     for i in range(src.shape[0]):
-        alone = beam_search(model, src[i: i + 1, : int((src[i] != PAD).sum())], max_len_b=6,
-                            n_best=2, **SPECIALS)
+        alone = beam_search(
+            model, src[i : i + 1, : int((src[i] != PAD).sum())], max_len_b=6, n_best=2, **SPECIALS
+        )
         assert [ids for ids, _ in alone.nbest()[0]] == [ids for ids, _ in batch.nbest()[i]]
         torch.testing.assert_close(alone.scores[0], batch.scores[i])
 
@@ -108,7 +110,7 @@ def test_beams_share_one_copy_of_the_cross_attention_keys_and_of_their_histories
 
     model.decoder.register_forward_pre_hook(on_decoder)
     beam_search(model, src[:1], beam_size=4, max_len_b=8, **SPECIALS)
-    (_, sentences, rows), = cross  # one storage at every step
+    ((_, sentences, rows),) = cross  # one storage at every step
     assert (sentences, rows) == (1, 4)
     assert len(set(history)) == 1 and len(history) >= 8  # within the first capacity (16 steps)
 
@@ -138,8 +140,14 @@ def test_patience_stops_once_enough_hypotheses_ended_and_may_miss_a_better_one()
     (a second hypothesis) and keeps [a a] (log .35). Patience 1 (two ended) stops there with
     []; the exact rule sees that [a a] may still beat it and finds [a a] (log .3465)."""
     a, b = 4, 5
-    model = ScriptedModel({(): {EOS: 0.3, a: 0.5, b: 0.2}, (a,): {a: 0.7, EOS: 0.3},
-                           (b,): {EOS: 0.9, a: 0.05, b: 0.05}, (a, a): {EOS: 0.99, a: 0.01}})
+    model = ScriptedModel(
+        {
+            (): {EOS: 0.3, a: 0.5, b: 0.2},
+            (a,): {a: 0.7, EOS: 0.3},
+            (b,): {EOS: 0.9, a: 0.05, b: 0.05},
+            (a, a): {EOS: 0.99, a: 0.01},
+        }
+    )
     kwargs = dict(beam_size=2, alpha=0.0, max_len_b=5, use_cache=False, **SPECIALS)
     exact = beam_search(model, torch.tensor([[a]]), **kwargs).nbest()[0][0]
     patient = beam_search(model, torch.tensor([[a]]), patience=1.0, **kwargs).nbest()[0][0]
@@ -169,15 +177,21 @@ def test_sequences_waiting_to_leave_the_batch_change_nothing(make_model, patienc
     g = torch.Generator().manual_seed(5)
     src = torch.randint(4, 8, (40, 20), generator=g)
     for i in range(40):
-        src[i, 1 + i % 20:] = PAD
+        src[i, 1 + i % 20 :] = PAD
     kwargs = dict(beam_size=3, max_len_b=3, n_best=2, patience=patience, **SPECIALS)
     leavings = []
     select = DecodingState.select
-    with patch.object(DecodingState, "select", lambda self, rows, sources=None: (
-            leavings.append(sources) if sources is not None else None, select(self, rows, sources))):
+    with patch.object(
+        DecodingState,
+        "select",
+        lambda self, rows, sources=None: (
+            leavings.append(sources) if sources is not None else None,
+            select(self, rows, sources),
+        ),
+    ):
         batch = beam_search(model, src, **kwargs)
     assert len(leavings) <= 15  # 11 here; 18-19 when every stopped sentence leaves at once
     for i in range(40):
-        alone = beam_search(model, src[i: i + 1, : int((src[i] != PAD).sum())], **kwargs)
+        alone = beam_search(model, src[i : i + 1, : int((src[i] != PAD).sum())], **kwargs)
         assert [ids for ids, _ in alone.nbest()[0]] == [ids for ids, _ in batch.nbest()[i]]
         torch.testing.assert_close(alone.scores[0], batch.scores[i])

@@ -15,8 +15,12 @@ def bracketings(i: int, j: int) -> list[list[tuple[int, int]]]:
     """Every binary bracketing of items i..j as span lists."""
     if j - i == 1:
         return [[(i, j)]]
-    return [[(i, j), *left, *right] for k in range(i + 1, j)
-            for left in bracketings(i, k) for right in bracketings(k, j)]
+    return [
+        [(i, j), *left, *right]
+        for k in range(i + 1, j)
+        for left in bracketings(i, k)
+        for right in bracketings(k, j)
+    ]
 
 
 def brute_force(scores: torch.Tensor, n: int) -> float:
@@ -44,7 +48,7 @@ def test_batched_sentences_of_different_lengths_equal_one_at_a_time() -> None:
     lengths = [7, 3, 1, 5]
     batched = cky(scores, lengths)
     for b, n in enumerate(lengths):
-        alone = cky(scores[b:b + 1, :n + 1, :n + 1], [n])
+        alone = cky(scores[b : b + 1, : n + 1, : n + 1], [n])
         assert batched.spans[b] == alone.spans[0]
         assert batched.scores[b].item() == pytest.approx(alone.scores.item())
 

@@ -51,5 +51,6 @@ def test_finished_rows_leave_the_batch(model, src):
     model.decoder.register_forward_pre_hook(lambda module, args: rows.append(args[0].shape[0]))
     out = greedy_search(model, src, max_len_b=0, **SPECIALS)
     assert rows == sorted(rows, reverse=True) and rows[0] == 3 and rows[-1] == 1
-    assert out.best() == [greedy_search(model, src[i: i + 1], max_len_b=0, **SPECIALS).best()[0]
-                          for i in range(3)]
+    assert out.best() == [
+        greedy_search(model, src[i : i + 1], max_len_b=0, **SPECIALS).best()[0] for i in range(3)
+    ]

@@ -9,8 +9,9 @@ SPECIALS = dict(special=SPECIAL_IDS)
 
 
 def draw(model, src, seed: int, **kwargs):
-    return sample(model, src, generator=torch.Generator().manual_seed(seed), max_len_b=8,
-                  **SPECIALS, **kwargs)
+    return sample(
+        model, src, generator=torch.Generator().manual_seed(seed), max_len_b=8, **SPECIALS, **kwargs
+    )
 
 
 def test_seeded_sampling_is_reproducible_and_seed_dependent(model, src):
@@ -20,8 +21,10 @@ def test_seeded_sampling_is_reproducible_and_seed_dependent(model, src):
 
 
 def test_cached_equals_uncached(model, src):
-    assert torch.equal(draw(model, src, 5, temperature=1.5).tokens,
-                       draw(model, src, 5, temperature=1.5, use_cache=False).tokens)
+    assert torch.equal(
+        draw(model, src, 5, temperature=1.5).tokens,
+        draw(model, src, 5, temperature=1.5, use_cache=False).tokens,
+    )
 
 
 def test_top_k_one_is_greedy(model, src):

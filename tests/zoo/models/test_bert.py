@@ -7,18 +7,32 @@ import torch
 from transformers import BertConfig, BertForPreTraining
 
 from zoo.config import UserError
-from zoo.models.bert import (Bert, BertModelConfig, build_bert, config_from_hf, config_to_hf,
-                             state_from_hf, state_to_hf)
+from zoo.models.bert import (
+    Bert,
+    BertModelConfig,
+    build_bert,
+    config_from_hf,
+    config_to_hf,
+    state_from_hf,
+    state_to_hf,
+)
 
-SIZES = [dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64),
-         dict(hidden_size=48, num_hidden_layers=3, num_attention_heads=4, intermediate_size=80),
-         dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=1, intermediate_size=256)]
+SIZES = [
+    dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64),
+    dict(hidden_size=48, num_hidden_layers=3, num_attention_heads=4, intermediate_size=80),
+    dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=1, intermediate_size=256),
+]
 
 
 def hf_model(size: dict, vocab_size: int = 97, pad_id: int = 0) -> BertForPreTraining:
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=vocab_size, max_position_embeddings=40, pad_token_id=pad_id,
-                        attn_implementation="sdpa", **size)
+    config = BertConfig(
+        vocab_size=vocab_size,
+        max_position_embeddings=40,
+        pad_token_id=pad_id,
+        attn_implementation="sdpa",
+        **size,
+    )
     model = BertForPreTraining(config).eval()
     with torch.no_grad():  # random biases and norms too, so a misplaced one shows
         for name, param in model.named_parameters():
@@ -61,14 +75,20 @@ def test_hf_weights_give_hf_logits(size):
 @pytest.mark.parametrize("size", SIZES[:2])
 def test_zoo_weights_give_the_same_logits_in_hf(size):
     torch.manual_seed(2)
-    cfg = BertModelConfig(num_layers=size["num_hidden_layers"], dim=size["hidden_size"],
-                          num_heads=size["num_attention_heads"], ffn_dim=size["intermediate_size"],
-                          max_len=40)
+    cfg = BertModelConfig(
+        num_layers=size["num_hidden_layers"],
+        dim=size["hidden_size"],
+        num_heads=size["num_attention_heads"],
+        ffn_dim=size["intermediate_size"],
+        max_len=40,
+    )
     model = build_bert(cfg, 97, 0).eval()
     hf = BertForPreTraining(BertConfig(**config_to_hf(cfg, 97, 0), attn_implementation="sdpa")).eval()
     missing, unexpected = hf.load_state_dict(state_to_hf(model.state_dict()), strict=False)
-    assert not unexpected and set(missing) <= {"cls.predictions.decoder.weight",  # tied
-                                               "cls.predictions.decoder.bias"}
+    assert not unexpected and set(missing) <= {
+        "cls.predictions.decoder.weight",  # tied
+        "cls.predictions.decoder.bias",
+    }
     ids, types, mask = inputs()
     with torch.no_grad():
         expected = model(ids, types, mask)
@@ -120,11 +140,15 @@ def test_unsupported_variants_and_keys_are_refused_by_name():
 
 def test_tensorflow_era_norm_names_and_bare_encoder_keys():
     state = hf_model(SIZES[0]).state_dict()
-    renamed = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
-               for k, v in state.items()}
+    renamed = {
+        k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+        for k, v in state.items()
+    }
     assert state_from_hf(renamed).keys() == state_from_hf(state).keys()
     bare = {k.removeprefix("bert."): v for k, v in state.items() if k.startswith("bert.")}
-    assert set(state_from_hf(bare)) == {k for k in state_from_hf(state) if not k.startswith(("mlm_head", "nsp_head"))}
+    assert set(state_from_hf(bare)) == {
+        k for k in state_from_hf(state) if not k.startswith(("mlm_head", "nsp_head"))
+    }
 
 
 def test_a_bare_encoder_directory_loads_encoder_only_with_its_hidden_states(tmp_path):
@@ -140,8 +164,9 @@ def test_a_bare_encoder_directory_loads_encoder_only_with_its_hidden_states(tmp_
         for param in encoder.parameters():
             param.add_(torch.randn_like(param) * 0.1)
     encoder.save_pretrained(tmp_path)
-    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
-                                                  [f"w{i}" for i in range(92)]) + "\n")
+    (tmp_path / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(92)]) + "\n"
+    )
     with pytest.raises(UserError, match="missing keys: .*mlm_head"):
         read_hf_directory(tmp_path)
     loaded = read_hf_directory(tmp_path, encoder_only=True)

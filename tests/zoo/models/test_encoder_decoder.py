@@ -8,8 +8,9 @@ from zoo.models import ModelConfig, build_model
 
 PAD = 0
 VOCAB = 23
-TINY = ModelConfig(encoder_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4, dropout=0.0,
-                   max_len=64)
+TINY = ModelConfig(
+    encoder_layers=2, decoder_layers=2, dim=32, ffn_dim=64, num_heads=4, dropout=0.0, max_len=64
+)
 
 
 def tiny(**changes) -> torch.nn.Module:
@@ -39,10 +40,13 @@ def count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())  # parameters() yields a shared one once
 
 
-@pytest.mark.parametrize("preset, paper_millions", [
-    (ModelConfig(), 65),
-    (ModelConfig(dim=1024, ffn_dim=4096, num_heads=16, dropout=0.3), 213),
-])
+@pytest.mark.parametrize(
+    "preset, paper_millions",
+    [
+        (ModelConfig(), 65),
+        (ModelConfig(dim=1024, ffn_dim=4096, num_heads=16, dropout=0.3), 213),
+    ],
+)
 def test_parameter_count_matches_paper_formula(preset, paper_millions):
     with torch.device("meta"):  # shapes only: no memory, no initialisation cost
         model = build_model(preset, 37000, 37000, PAD)
@@ -52,9 +56,17 @@ def test_parameter_count_matches_paper_formula(preset, paper_millions):
     assert abs(n / (paper_millions * 1e6) - 1) < 0.03
 
 
-@pytest.mark.parametrize("changes", [{}, {"share_embeddings": False}, {"pre_norm": True},
-                                     {"window": 2}, {"norm": "rms", "activation": "gelu"},
-                                     {"positions": "learned"}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"share_embeddings": False},
+        {"pre_norm": True},
+        {"window": 2},
+        {"norm": "rms", "activation": "gelu"},
+        {"positions": "learned"},
+    ],
+)
 def test_variants_count_forward_backward(changes):
     model = tiny(**changes).train()
     cfg = dataclasses.replace(TINY, **changes)
@@ -80,8 +92,11 @@ def test_three_way_sharing_is_one_parameter():
     assert weight.grad is not None and weight.grad[src.unique()].abs().sum() > 0
 
     untied = tiny(share_embeddings=False)
-    weights = {id(untied.output.weight), id(untied.src_embed.tokens.weight),
-               id(untied.tgt_embed.tokens.weight)}
+    weights = {
+        id(untied.output.weight),
+        id(untied.src_embed.tokens.weight),
+        id(untied.tgt_embed.tokens.weight),
+    }
     assert len(weights) == 3
 
 
@@ -89,7 +104,7 @@ def test_embeddings_keep_their_init_when_tied():
     # init_transformer_'s Xavier rule must not reach the tied matrix: N(0, D^-1/2) stays.
     model = build_model(dataclasses.replace(TINY, dim=64), 4000, 4000, PAD)
     weight = model.output.weight[1:]
-    assert abs(weight.std().item() * 64 ** 0.5 - 1) < 0.05
+    assert abs(weight.std().item() * 64**0.5 - 1) < 0.05
     assert model.output.weight[PAD].abs().sum() == 0
 
 
@@ -101,7 +116,7 @@ def test_forward_equals_cached_step_by_step_decode(changes):
         full = model(src, tgt)
         memory, memory_mask = model.encode(src)
         cache = model.new_cache()
-        steps = [model.decode(tgt[:, t:t + 1], memory, memory_mask, cache) for t in range(tgt.shape[1])]
+        steps = [model.decode(tgt[:, t : t + 1], memory, memory_mask, cache) for t in range(tgt.shape[1])]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 

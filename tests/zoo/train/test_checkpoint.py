@@ -60,8 +60,15 @@ def test_crash_while_writing_keeps_the_old_file(tmp_path, monkeypatch):
 
 
 def resumable(step: int, **weights) -> dict:
-    return {"model": weights, "optimizer": {}, "scheduler": {}, "step": step, "position": {},
-            "rng": [], "config": ""}
+    return {
+        "model": weights,
+        "optimizer": {},
+        "scheduler": {},
+        "step": step,
+        "position": {},
+        "rng": [],
+        "config": "",
+    }
 
 
 def test_rotation_keeps_the_last_k(tmp_path):

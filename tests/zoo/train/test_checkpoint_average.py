@@ -6,8 +6,12 @@ from zoo.train.average import average_checkpoints, average_state_dicts
 
 def state(seed: int) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
-    return {"weight": torch.randn(4, 3, generator=g), "half": torch.randn(5, generator=g).half(),
-            "steps": torch.tensor(seed), "flags": torch.rand(3, generator=g) > 0.5}
+    return {
+        "weight": torch.randn(4, 3, generator=g),
+        "half": torch.randn(5, generator=g).half(),
+        "steps": torch.tensor(seed),
+        "flags": torch.rand(3, generator=g) > 0.5,
+    }
 
 
 def test_average_is_the_elementwise_mean():

@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
 from toy import ToyTask
+
 from zoo.train import fit
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
 
@@ -23,8 +23,13 @@ def _free_port() -> int:
 
 def _worker(rank: int, world_size: int, port: int, cfg) -> None:
     sys.path.insert(0, str(Path(__file__).parent))  # spawned: import the toy task again
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(
+        RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_RANK=str(rank),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
     try:
         fit(cfg, ToyTask(cfg))
     finally:

@@ -27,8 +27,9 @@ def test_loss_and_gradient_equal_torch_cross_entropy_with_label_smoothing():
     target[1, 2:] = -100
     loss, _, _ = label_smoothed_cross_entropy(logits, target, smoothing=0.2)
     (grad,) = torch.autograd.grad(loss, logits)
-    ref = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten(), label_smoothing=0.2,
-                                            reduction="sum")
+    ref = torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1), target.flatten(), label_smoothing=0.2, reduction="sum"
+    )
     (ref_grad,) = torch.autograd.grad(ref, logits)
     torch.testing.assert_close(loss, ref)
     torch.testing.assert_close(grad, ref_grad)

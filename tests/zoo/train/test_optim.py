@@ -52,7 +52,9 @@ class WithPretrainedPart(nn.Module):
 def test_lr_scales_give_a_part_its_own_rate_under_the_schedule():
     model = WithPretrainedPart()
     opt = build_optimizer(model, OptimConfig(name="adam", lr=0.01))
-    torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 0.5)  # as the runner's schedules: one multiplier for all
+    torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda step: 0.5
+    )  # as the runner's schedules: one multiplier for all
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     for p in model.parameters():
         p.grad = torch.ones_like(p)
@@ -64,7 +66,10 @@ def test_lr_scales_give_a_part_its_own_rate_under_the_schedule():
 
 def test_without_lr_scales_the_groups_are_the_two_of_old():
     opt = build_optimizer(nn.Linear(3, 3), OptimConfig(name="adam", lr=0.01))
-    assert [(g["lr"], g["weight_decay"], len(g["params"])) for g in opt.param_groups] == [(0.01, 0.0, 1), (0.01, 0.0, 1)]
+    assert [(g["lr"], g["weight_decay"], len(g["params"])) for g in opt.param_groups] == [
+        (0.01, 0.0, 1),
+        (0.01, 0.0, 1),
+    ]
 
 
 def _noisy_steps(model: nn.Module, opt: torch.optim.Optimizer, steps: int, seed: int) -> None:
@@ -84,9 +89,16 @@ def test_fused_adamw_follows_torchs_reference_adamw_and_resumes_its_state():
     cfg = OptimConfig(name="adamw", lr=0.01, weight_decay=0.1)
     opt = build_optimizer(ours, cfg)
     assert opt.defaults["fused"]
-    ref_opt = torch.optim.AdamW([{"params": [reference.weight], "weight_decay": 0.1},
-                                 {"params": [reference.bias], "weight_decay": 0.0}],
-                                lr=0.01, betas=tuple(cfg.betas), eps=cfg.eps, foreach=False)
+    ref_opt = torch.optim.AdamW(
+        [
+            {"params": [reference.weight], "weight_decay": 0.1},
+            {"params": [reference.bias], "weight_decay": 0.0},
+        ],
+        lr=0.01,
+        betas=tuple(cfg.betas),
+        eps=cfg.eps,
+        foreach=False,
+    )
     _noisy_steps(ours, opt, 5, seed=1)
     _noisy_steps(reference, ref_opt, 5, seed=1)
     torch.testing.assert_close(ours.state_dict(), reference.state_dict())

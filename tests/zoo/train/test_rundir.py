@@ -52,8 +52,13 @@ def test_a_second_run_on_the_same_directory_is_refused(tiny_cfg):
     holder = RunDirectory(tiny_cfg.train.out_dir)
     holder.prepare("train: {}\n", resume=True)
     try:
-        cmd = [sys.executable, str(HERE / "toy.py"), f"--train.out_dir={tiny_cfg.train.out_dir}",
-               "--train.progress=false", "--train.tensorboard=false"]
+        cmd = [
+            sys.executable,
+            str(HERE / "toy.py"),
+            f"--train.out_dir={tiny_cfg.train.out_dir}",
+            "--train.progress=false",
+            "--train.tensorboard=false",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     finally:
         holder.release()
@@ -115,6 +120,7 @@ def test_best_survives_a_crash_between_the_step_save_and_evaluation(tiny_cfg):
     state = load_checkpoint(step_file)
     state["best"] = None  # as written before the evaluation of its step
     import torch
+
     torch.save(state, step_file)
 
     class Worse(ToyTask):

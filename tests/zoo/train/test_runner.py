@@ -192,7 +192,6 @@ def test_resume_refuses_optimizer_state_of_another_model(tiny_cfg):
         fit(tiny_cfg, ToyTask(tiny_cfg))
 
 
-
 def test_init_from_starts_from_the_weights_with_a_fresh_optimizer(tiny_cfg, tmp_path):
     source = copy.deepcopy(tiny_cfg)
     source.train.out_dir, source.train.max_steps = str(tmp_path / "source"), 20

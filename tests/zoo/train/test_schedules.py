@@ -25,9 +25,9 @@ def rates(name: str, peak: float, steps: int, **kw) -> list[float]:
 def test_inverse_sqrt_is_the_papers_equation_3():
     """lr = d^-0.5 min(step^-0.5, step warmup^-1.5) with optim.lr = d^-0.5 warmup^-0.5."""
     d, warmup = 512, 40
-    got = rates("inverse_sqrt", d ** -0.5 * warmup ** -0.5, 200, warmup_steps=warmup)
+    got = rates("inverse_sqrt", d**-0.5 * warmup**-0.5, 200, warmup_steps=warmup)
     for i, lr in enumerate(got[1:], start=1):
-        paper = d ** -0.5 * min(i ** -0.5, i * warmup ** -1.5)
+        paper = d**-0.5 * min(i**-0.5, i * warmup**-1.5)
         assert lr == pytest.approx(paper, rel=1e-12)
 
 
@@ -36,8 +36,10 @@ def test_cosine_warms_up_then_reaches_its_floor():
     total, warmup = 100, 10
     got = rates("cosine", 1.0, total, warmup_steps=warmup, min_lr_ratio=0.1)
     assert got[:warmup] == pytest.approx([(i + 1) / warmup for i in range(warmup)])
-    expected = [0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (s - warmup) / (total - warmup)))
-                for s in range(warmup, total)]
+    expected = [
+        0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (s - warmup) / (total - warmup)))
+        for s in range(warmup, total)
+    ]
     assert got[warmup:] == pytest.approx(expected)
     assert got[warmup] == pytest.approx(1.0) and got[-1] == pytest.approx(0.1, abs=1e-3)
 

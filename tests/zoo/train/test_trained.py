@@ -52,7 +52,9 @@ def test_weights_that_do_not_fit_name_the_file_and_keys(tiny_cfg):
     result = fit(tiny_cfg, ToyTask(tiny_cfg))
     trained = load_trained(result.run_dir, ToyConfig)
     trained.cfg.dim = 8
-    with pytest.raises(UserError, match=r"step_00000004.pt: weights do not fit.*shape mismatch: embed.weight"):
+    with pytest.raises(
+        UserError, match=r"step_00000004.pt: weights do not fit.*shape mismatch: embed.weight"
+    ):
         trained.load_into(ToyTask(trained.cfg).build_model())
 
 
@@ -66,14 +68,23 @@ def test_overrides_change_the_recipe_but_never_the_model(tiny_cfg):
 def test_average_verb_writes_a_loadable_mean(tiny_cfg):
     tiny_cfg.train.save_every, tiny_cfg.train.keep_last = 1, 3
     result = fit(tiny_cfg, WithTokenizer(tiny_cfg))
-    proc = subprocess.run([sys.executable, "-m", "zoo.train.average", str(result.run_dir), "--last", "2"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zoo.train.average", str(result.run_dir), "--last", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     steps = [load_checkpoint(p)["model"] for p in step_checkpoints(result.run_dir / "checkpoints")[-2:]]
     trained = load_trained(result.run_dir, ToyConfig, which="averaged")
-    torch.testing.assert_close(trained.weights["tagger.weight"],
-                               (steps[0]["tagger.weight"] + steps[1]["tagger.weight"]) / 2)
+    torch.testing.assert_close(
+        trained.weights["tagger.weight"], (steps[0]["tagger.weight"] + steps[1]["tagger.weight"]) / 2
+    )
     assert trained.artifacts == {"vocab.txt": b"[PAD]\nhello\n"}
-    bad = subprocess.run([sys.executable, "-m", "zoo.train.average", str(result.run_dir), "--last", "9"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "zoo.train.average", str(result.run_dir), "--last", "9"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "fewer than --last 9" in bad.stderr

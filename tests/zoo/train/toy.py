@@ -10,8 +10,8 @@ exactly.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -38,9 +38,9 @@ class ToyConfig(RunConfig):
 
 @dataclass
 class Batch:
-    tokens: Tensor   # (B, T), 0 = padding
-    tags: Tensor     # (B, T), 0 at padding
-    label: Tensor    # (B,)
+    tokens: Tensor  # (B, T), 0 = padding
+    tags: Tensor  # (B, T), 0 at padding
+    label: Tensor  # (B,)
 
 
 def make_batch(cfg: ToyConfig, generator: torch.Generator, size: int) -> Batch:
@@ -70,7 +70,7 @@ class ToyTask:
 
     def __init__(self, cfg: ToyConfig) -> None:
         self.cfg = cfg
-        self.seen_dtypes: list[torch.dtype] = []      # logits dtypes, to prove autocast ran
+        self.seen_dtypes: list[torch.dtype] = []  # logits dtypes, to prove autocast ran
         self.eval_grad_enabled: list[bool] = []
 
     def setup(self, run: RunContext) -> None:
@@ -97,14 +97,17 @@ class ToyTask:
     def train_step(self, model: nn.Module, batch: Batch) -> dict[str, Term]:
         tag_logits, cls_logits = model(batch.tokens)
         self.seen_dtypes.append(tag_logits.dtype)
-        tag = F.cross_entropy(tag_logits.float().flatten(0, 1), batch.tags.flatten(), ignore_index=0,
-                              reduction="sum")
+        tag = F.cross_entropy(
+            tag_logits.float().flatten(0, 1), batch.tags.flatten(), ignore_index=0, reduction="sum"
+        )
         correct = ((tag_logits.argmax(-1) == batch.tags) & (batch.tags > 0)).sum()
         if not self.cfg.two_terms:
             return {"loss": Term(tag, {"correct": correct})}
         cls = F.cross_entropy(cls_logits.float(), batch.label, reduction="sum")
-        return {"tag": Term(tag, {"correct": correct}),
-                "cls": Term(cls, {"correct": (cls_logits.argmax(-1) == batch.label).sum()})}
+        return {
+            "tag": Term(tag, {"correct": correct}),
+            "cls": Term(cls, {"correct": (cls_logits.argmax(-1) == batch.label).sum()}),
+        }
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         self.eval_grad_enabled.append(torch.is_grad_enabled())
@@ -118,8 +121,9 @@ class ToyTask:
 def tiny_config(out_dir: str, **train: object) -> ToyConfig:
     """SGD so that updates are linear in the gradients (exactness tests compare weights)."""
     cfg = ToyConfig()
-    cfg.train = TrainConfig(out_dir=out_dir, max_steps=4, log_every=1, progress=False,
-                            tensorboard=False, threads=1, **train)
+    cfg.train = TrainConfig(
+        out_dir=out_dir, max_steps=4, log_every=1, progress=False, tensorboard=False, threads=1, **train
+    )
     cfg.optim = OptimConfig(name="sgd", lr=0.5, momentum=0.0)
     cfg.schedule = ScheduleConfig(name="constant", warmup_steps=0)
     return cfg
