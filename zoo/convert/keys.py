@@ -1,7 +1,8 @@
 """Foreign checkpoints <-> zoo models: key renaming both ways, q/k/v fuse and split, strict loading.
 
-A task describes a foreign layout by a table of (foreign prefix, zoo prefix) pairs, where `{i}`
-(or any `{name}`) stands for a run of digits, such as a layer index:
+A format module (zoo.convert.hf_bert, zoo.convert.timm_vit) describes a foreign layout by a table
+of (foreign prefix, zoo prefix) pairs, where `{i}` (or any `{name}`) stands for a run of digits,
+such as a layer index:
 
     TABLE = [("blocks.{i}.attn.qkv.", "encoder.layers.{i}.self_attn.qkv_proj."), ...]
 

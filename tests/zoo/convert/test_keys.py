@@ -1,4 +1,4 @@
-"""zoo.convert: renaming both ways, q/k/v fuse and split, strict loading."""
+"""zoo.convert.keys (through the package): renaming both ways, q/k/v fuse and split, strict loading."""
 
 from __future__ import annotations
 
