@@ -85,8 +85,9 @@ class DataConfig:
     tokens_per_step: int = field(
         default=0,
         metadata={
-            "help": "tokens per optimizer step on each side (the paper: 25000); sets train.grad_accum "
-            "from max_tokens and the number of ranks (0 = keep train.grad_accum)"
+            "help": "tokens per optimizer step on each side (the paper: 25000); the run's "
+            "micro-batches per step follow from max_tokens and the number of ranks, in place of "
+            "train.grad_accum (0 = train.grad_accum)"
         },
     )
     max_len: int = field(

@@ -87,19 +87,19 @@ class TranslationTask:
         self.cfg = cfg
         self.data: TranslationData | None = None
 
+    def grad_accum(self, world_size: int) -> int | None:
+        """Micro-batches per step for data.tokens_per_step (None: train.grad_accum). The paper's
+        batches are counted in tokens per step, whatever the number of ranks; the runner asks
+        this once and keeps the answer in its RunContext, leaving the recipe as written."""
+        tokens = self.cfg.data.tokens_per_step
+        if not tokens:
+            return None
+        accum = accumulation_for(tokens, self.cfg.data.max_tokens, world_size)
+        log.info("data.tokens_per_step=%d: train.grad_accum=%d on %d rank(s)", tokens, accum, world_size)
+        return accum
+
     def setup(self, run: RunContext) -> None:
         """Tokenizer and encoded splits; rank 0 trains the tokenizer, the others then load it."""
-        if self.cfg.data.tokens_per_step:
-            # The paper's batches are counted in tokens per step, whatever the number of ranks.
-            self.cfg.train.grad_accum = accumulation_for(
-                self.cfg.data.tokens_per_step, self.cfg.data.max_tokens, run.world_size
-            )
-            log.info(
-                "data.tokens_per_step=%d: train.grad_accum=%d on %d rank(s)",
-                self.cfg.data.tokens_per_step,
-                self.cfg.train.grad_accum,
-                run.world_size,
-            )
         with run.main_process_first():
             self.data = TranslationData(
                 self.cfg.data,

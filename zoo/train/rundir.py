@@ -86,8 +86,8 @@ class RunDirectory:
         return outcome
 
     def write_config(self, config_yaml: str) -> None:
-        """config.yaml: the recipe as trained (rewritten after the task's setup, which may
-        derive values such as the accumulation from a token budget)."""
+        """config.yaml: the recipe as the user gave it (values derived from it, such as the
+        accumulation from a token budget, live in the run context, never here)."""
         with atomic_open(self.path / "config.yaml") as f:
             f.write(config_yaml.encode())
 

@@ -48,7 +48,7 @@ from zoo.train.optim import build_optimizer
 from zoo.train.rundir import RunDirectory
 from zoo.train.schedules import build_schedule
 from zoo.train.state import rng_state, seed_everything, set_rng_state
-from zoo.train.task import RunContext, Task, Term, task_artifacts
+from zoo.train.task import RunContext, Task, Term, step_accumulation, task_artifacts
 
 log = logging.getLogger("zoo.train")
 
@@ -118,11 +118,15 @@ class Runner:
         if self.tc.threads > 0:
             torch.set_num_threads(self.tc.threads)
         env = init_distributed(self.tc.device)
+        grad_accum = step_accumulation(task, env.world_size, self.tc.grad_accum)
+        if grad_accum < 1:
+            raise UserError(f"the task derived {grad_accum} micro-batches per step: must be at least 1")
         self.run = RunContext(
             **dataclasses.asdict(env),
             run_dir=Path(self.tc.out_dir),
             seed=self.tc.seed,
             precision=self.tc.precision,
+            grad_accum=grad_accum,
         )
         self.run_dir = self.run.run_dir
         self.unit_name = getattr(task, "unit_name", "units")
@@ -141,8 +145,6 @@ class Runner:
     def _build(self, cfg: RunConfig, task: Task, outcome: str) -> None:
         """The task's data, the model, optimizer, schedule and EMA, resumed when `outcome` says."""
         task.setup(self.run)
-        if self.run.is_main:
-            self.directory.write_config(to_yaml(cfg))
         self.artifacts = task_artifacts(task)
         seed_everything(self.tc.seed)  # same initial weights on every rank
         self.model = task.build_model().to(self.run.device)
@@ -263,14 +265,14 @@ class Runner:
         return units, throughput
 
     def _train_step(self, batches: Iterator[Any]) -> dict[str, float] | None:
-        """Accumulate `grad_accum` micro-batches and step.
+        """Accumulate the run's `grad_accum` micro-batches and step.
 
         Every term's units are counted before the forward, so each micro-batch's term loss is
         scaled by world_size / (the step's total units of that term) before backward: with DDP
         averaging over ranks, the gradient is exactly that of one batch holding every
         micro-batch of every rank, for every term. Returns None for a skipped step.
         """
-        micro = [move_to(next(batches), self.run.device) for _ in range(self.tc.grad_accum)]
+        micro = [move_to(next(batches), self.run.device) for _ in range(self.run.grad_accum)]
         units, throughput = self._step_units(micro)
         if not any(units.values()):
             raise UserError(f"step {self.step + 1}: the batches hold no {self.unit_name} to train on")
@@ -419,7 +421,8 @@ class Runner:
             params = sum(p.numel() for p in self.model.parameters())
             self._print(
                 f"config:\n{to_yaml(self.cfg)}model: {params:,} parameters on "
-                f"{self.run.device} x{self.run.world_size}, {tc.precision}"
+                f"{self.run.device} x{self.run.world_size}, {tc.precision}, "
+                f"{self.run.grad_accum} micro-batch(es) per step"
             )
         metrics_log = MetricsLog(self.run_dir, enabled=self.run.is_main, tensorboard=tc.tensorboard)
         metrics_log.drop_after(self.step)  # records of steps a crash lost are redone

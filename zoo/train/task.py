@@ -16,18 +16,21 @@ from zoo.train.distributed import DistEnv, main_process_first
 @dataclass
 class RunContext(DistEnv):
     """What a task may know of the run: its place among the ranks, the device, the run
-    directory and the seed. The runner hands it to `Task.setup` before anything else, so tasks
-    never read RANK/WORLD_SIZE or initialise torch.distributed themselves.
+    directory, the seed, and the values the runner derives from the recipe. The runner hands it
+    to `Task.setup` before anything else, so tasks never read RANK/WORLD_SIZE or initialise
+    torch.distributed themselves, and nothing derived is written back into the recipe.
 
     Args (beyond DistEnv's rank, world_size, local_rank, device):
         run_dir: the run directory (tokenizers and other run files go here).
         seed: the run's seed (`train.seed`).
         precision: "fp32" or "bf16", as the runner trains and evaluates.
+        grad_accum: micro-batches per optimizer step on each rank (see `step_accumulation`).
     """
 
     run_dir: Path = Path(".")
     seed: int = 0
     precision: str = "fp32"
+    grad_accum: int = 1
 
     def main_process_first(self) -> contextlib.AbstractContextManager[None]:
         """Rank 0 runs the block first (trains a tokenizer, say), then the others find its output."""
@@ -81,6 +84,16 @@ class Task(Protocol):
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         """Validation metrics. The runner calls it on rank 0 only, in eval mode, under no_grad
         and the run's autocast (zoo.train.evaluation); the other ranks wait."""
+
+
+def step_accumulation(task: Any, world_size: int, configured: int) -> int:
+    """Micro-batches per optimizer step: what the task derives from its recipe for `world_size`
+    ranks (optional `grad_accum(world_size) -> int | None`: translation counts a step in tokens),
+    else `configured` (`train.grad_accum`). The runner keeps the result in the RunContext; the
+    recipe, and so config.yaml and every checkpoint's config, stay as the user wrote them."""
+    derive = getattr(task, "grad_accum", None)
+    derived = derive(world_size) if derive is not None else None
+    return configured if derived is None else derived
 
 
 def task_artifacts(task: Any) -> dict[str, bytes]:

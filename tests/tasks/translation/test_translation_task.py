@@ -1,5 +1,6 @@
 """The translation task end to end: recipe files, training through the runner, the CLIs."""
 
+import copy
 import shutil
 import subprocess
 import sys
@@ -191,3 +192,13 @@ def test_translate_cli_names_a_missing_run_directory(tmp_path, capsys):
         translate.main([str(tmp_path / "nope")])
     assert exit_info.value.code == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_tokens_per_step_sets_the_runs_accumulation_not_the_recipe():
+    cfg = TranslationConfig()
+    assert TranslationTask(cfg).grad_accum(1) is None  # 0: train.grad_accum applies
+    cfg.data.tokens_per_step, cfg.data.max_tokens = 25000, 4096
+    recipe = copy.deepcopy(cfg)
+    task = TranslationTask(cfg)
+    assert (task.grad_accum(1), task.grad_accum(2), task.grad_accum(8)) == (7, 4, 1)
+    assert cfg == recipe

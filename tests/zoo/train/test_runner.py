@@ -8,7 +8,7 @@ import pytest
 import torch
 from toy import Batch, ToyTask, make_batch
 
-from zoo.config import UserError
+from zoo.config import UserError, to_yaml
 from zoo.train import OptimConfig, Term, TrainingDiverged, fit
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
 from zoo.train.metrics_log import read_metrics
@@ -84,6 +84,35 @@ def test_accumulation_equals_one_big_batch(tiny_cfg, tmp_path, two_terms):
     initial = ToyTask(cfg).build_model().state_dict()
     trained_heads = ["tagger.weight", "classifier.weight"] if two_terms else ["tagger.weight"]
     assert all(not torch.equal(a[name], initial[name]) for name in trained_heads)
+
+
+class DerivedAccumulation(FixedBatches):
+    """A task that derives its micro-batches per step from its recipe (as translation does
+    from a token budget)."""
+
+    def grad_accum(self, world_size):
+        return 3 // world_size
+
+
+def test_a_derived_accumulation_lives_in_the_run_not_the_recipe(tiny_cfg, tmp_path):
+    """The task's derived accumulation trains as train.grad_accum would; config.yaml and the
+    checkpoint's config stay the recipe as given, so a resume sees no changed recipe."""
+    tiny_cfg.train.max_steps = 1
+    gen = torch.Generator().manual_seed(0)
+    small = [make_batch(tiny_cfg, gen, size) for size in (5, 8, 3)]
+    derived = copy.deepcopy(tiny_cfg)
+    derived.train.out_dir = str(tmp_path / "derived")
+    recipe = to_yaml(derived)
+    result = fit(derived, DerivedAccumulation(derived, small))
+    assert result.run.grad_accum == 3 and derived.train.grad_accum == 1
+    assert (result.run_dir / "config.yaml").read_text() == recipe
+    assert load_checkpoint(step_checkpoints(result.run_dir / "checkpoints")[-1])["config"] == recipe
+    configured = copy.deepcopy(tiny_cfg)
+    configured.train.out_dir, configured.train.grad_accum = str(tmp_path / "configured"), 3
+    fit(configured, FixedBatches(configured, small))
+    a, b = final_weights(tmp_path / "derived"), final_weights(tmp_path / "configured")
+    for name in a:
+        torch.testing.assert_close(a[name], b[name])
 
 
 def test_two_terms_are_each_normalised_by_their_own_units(tiny_cfg):
