@@ -25,7 +25,8 @@ from transformers import BertConfig, BertForPreTraining
 
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
-from zoo.models.bert import build_bert, config_from_hf, state_from_hf
+from zoo.convert.hf_bert import config_from_hf, state_from_hf
+from zoo.models.bert import build_bert
 
 RESULTS = Path(__file__).parent / "results"
 PRESETS = {  # Turc et al. (2019)'s BERT-Tiny and BERT-Mini, and BERT-base

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from tasks.bert.hf import load_bert
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
-from zoo.models.bert_hf import write_hf_directory
+from zoo.convert.hf_bert import write_hf_directory
 from zoo.train.options import CheckpointOptions
 
 

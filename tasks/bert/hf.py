@@ -1,5 +1,5 @@
 """The one loader of the BERT CLIs: a zoo run of tasks.bert, or a Hugging Face directory or hub
-name (those through zoo.models.bert_hf)."""
+name (those through zoo.convert.hf_bert)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from tasks.bert.config import BertPretrainingConfig
 from tasks.bert.task import tokenizer_of
 from zoo.config import UserError
+from zoo.convert.hf_bert import HUB_NAME, LoadedBert, download, is_hf_directory, read_hf_directory
 from zoo.models.bert import build_bert
-from zoo.models.bert_hf import HUB_NAME, LoadedBert, download, is_hf_directory, read_hf_directory
 from zoo.train import load_trained
 
 

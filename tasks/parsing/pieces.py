@@ -21,9 +21,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from zoo.convert.hf_bert import LoadedBert
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig
-from zoo.models.bert_hf import LoadedBert
 
 PTB_ESCAPES = {
     "-LRB-": "(",

@@ -42,12 +42,12 @@ from tasks.parsing.linearize import allowed_next, delinearize
 from tasks.parsing.model import build_model
 from tasks.parsing.pieces import BertSpec
 from tasks.parsing.spans import spans_tree
+from zoo.convert.hf_bert import load_hf_bert
 from zoo.data.batching import shard, token_batches
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import BoundInputs, beam_search, decode_sorted, greedy_search
 from zoo.decode.cky import cky, span_sum
 from zoo.decode.state import max_lengths
-from zoo.models.bert_hf import load_hf_bert
 from zoo.train import RunContext, Term
 
 

@@ -1,5 +1,5 @@
-"""BERT (Devlin et al., 2019) for pretraining, assembled from zoo.blocks, with Hugging Face's
-`BertForPreTraining` weights convertible both ways.
+"""BERT (Devlin et al., 2019) for pretraining, assembled from zoo.blocks (Hugging Face's
+`BertForPreTraining` weights convert both ways in zoo.convert.hf_bert).
 
 The encoder is the paper's post-norm Transformer encoder with GELU and LayerNorm eps 1e-12; the
 input is word + learned position + token type embeddings, normalised. Two heads read it: the
@@ -13,15 +13,13 @@ Shape key: B batch, T tokens, D model dim, V vocabulary, M predicted (masked) po
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zoo.blocks import Dropout, Encoder, LayerSpec, LearnedPositions, TokenEmbedding
-from zoo.config import UserError
-from zoo.convert import fuse_qkv, rename, split_qkv
 
 INIT_STD = 0.02
 
@@ -210,101 +208,3 @@ def build_bert(cfg: BertModelConfig, vocab_size: int, pad_id: int) -> Bert:
         attn_dropout=cfg.attn_dropout,
         norm_eps=cfg.norm_eps,
     )
-
-
-# Hugging Face BertForPreTraining keys <-> zoo keys; query/key/value go through fuse_qkv.
-HF_TABLE = [
-    ("bert.embeddings.word_embeddings.", "embeddings.tokens."),
-    ("bert.embeddings.position_embeddings.", "embeddings.positions."),
-    ("bert.embeddings.token_type_embeddings.", "embeddings.token_types."),
-    ("bert.embeddings.LayerNorm.", "embeddings.norm."),
-    ("bert.encoder.layer.{i}.attention.self.query.", "encoder.layers.{i}.self_attn.q_proj."),
-    ("bert.encoder.layer.{i}.attention.self.key.", "encoder.layers.{i}.self_attn.k_proj."),
-    ("bert.encoder.layer.{i}.attention.self.value.", "encoder.layers.{i}.self_attn.v_proj."),
-    ("bert.encoder.layer.{i}.attention.output.dense.", "encoder.layers.{i}.self_attn.out_proj."),
-    ("bert.encoder.layer.{i}.attention.output.LayerNorm.", "encoder.layers.{i}.self_attn_res.norm."),
-    ("bert.encoder.layer.{i}.intermediate.dense.", "encoder.layers.{i}.ffn.fc1."),
-    ("bert.encoder.layer.{i}.output.dense.", "encoder.layers.{i}.ffn.fc2."),
-    ("bert.encoder.layer.{i}.output.LayerNorm.", "encoder.layers.{i}.ffn_res.norm."),
-    ("bert.pooler.dense.", "pooler."),
-    ("cls.predictions.transform.dense.", "mlm_head.dense."),
-    ("cls.predictions.transform.LayerNorm.", "mlm_head.norm."),
-    ("cls.predictions.bias", "mlm_head.bias"),
-    ("cls.seq_relationship.", "nsp_head."),
-]
-# Copies Hugging Face stores of tied weights, and its position-id buffer.
-HF_REDUNDANT = ("cls.predictions.decoder.*", "bert.embeddings.position_ids")
-# TensorFlow-era checkpoints name LayerNorm parameters gamma and beta.
-_TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
-
-
-def state_from_hf(state: dict[str, Tensor], *, source: str = "checkpoint") -> dict[str, Tensor]:
-    """A Hugging Face BertForPreTraining state dict in zoo `Bert` keys.
-
-    A checkpoint of the bare encoder (BertModel: no "bert." prefix) is read as the encoder
-    part; its missing heads are then reported by the strict load.
-    """
-    if not any(k.startswith(("bert.", "cls.")) for k in state):
-        state = {f"bert.{k}": v for k, v in state.items()}
-    state = {_modern_norm_name(k): v for k, v in state.items()}
-    return fuse_qkv(rename(state, HF_TABLE, source=source, skip=HF_REDUNDANT))
-
-
-def state_to_hf(state: dict[str, Tensor]) -> dict[str, Tensor]:
-    """A zoo `Bert` state dict in Hugging Face BertForPreTraining keys. Like `save_pretrained`,
-    it leaves out the tied decoder copies (HF_REDUNDANT), which loading re-ties."""
-    return rename(split_qkv(state), HF_TABLE, reverse=True, source="zoo BERT")
-
-
-def _modern_norm_name(key: str) -> str:
-    stem, _, last = key.rpartition(".")
-    return f"{stem}.{_TF_NORM_NAMES[last]}" if "LayerNorm" in stem and last in _TF_NORM_NAMES else key
-
-
-def config_from_hf(hf: dict[str, Any], *, source: str = "config.json") -> tuple[BertModelConfig, int, int]:
-    """(model config, vocabulary size, pad id) of a Hugging Face BERT `config.json`.
-
-    Raises:
-        UserError: for a variant this model does not have (another activation or position type).
-    """
-    unsupported = {"hidden_act": ("gelu",), "position_embedding_type": ("absolute",)}
-    for key, allowed in unsupported.items():
-        if hf.get(key, allowed[0]) not in allowed:
-            raise UserError(f"{source}: {key}={hf[key]!r} is not supported (only {allowed})")
-    try:
-        cfg = BertModelConfig(
-            num_layers=hf["num_hidden_layers"],
-            dim=hf["hidden_size"],
-            num_heads=hf["num_attention_heads"],
-            ffn_dim=hf["intermediate_size"],
-            max_len=hf["max_position_embeddings"],
-            type_vocab_size=hf.get("type_vocab_size", 2),
-            dropout=hf.get("hidden_dropout_prob", 0.1),
-            attn_dropout=hf.get("attention_probs_dropout_prob", 0.1),
-            norm_eps=hf.get("layer_norm_eps", 1e-12),
-        )
-        return cfg, hf["vocab_size"], hf.get("pad_token_id", 0) or 0
-    except KeyError as err:
-        raise UserError(f"{source}: missing key {err.args[0]!r} of a BERT config") from None
-
-
-def config_to_hf(cfg: BertModelConfig, vocab_size: int, pad_id: int) -> dict[str, Any]:
-    """The `config.json` of `BertForPreTraining` for this model."""
-    return {
-        "architectures": ["BertForPreTraining"],
-        "model_type": "bert",
-        "vocab_size": vocab_size,
-        "hidden_size": cfg.dim,
-        "num_hidden_layers": cfg.num_layers,
-        "num_attention_heads": cfg.num_heads,
-        "intermediate_size": cfg.ffn_dim,
-        "hidden_act": "gelu",
-        "hidden_dropout_prob": cfg.dropout,
-        "attention_probs_dropout_prob": cfg.attn_dropout,
-        "max_position_embeddings": cfg.max_len,
-        "type_vocab_size": cfg.type_vocab_size,
-        "initializer_range": INIT_STD,
-        "layer_norm_eps": cfg.norm_eps,
-        "pad_token_id": pad_id,
-        "position_embedding_type": "absolute",
-    }

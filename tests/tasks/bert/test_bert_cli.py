@@ -14,8 +14,8 @@ from tasks.bert import evaluate, export, fill_mask, train
 from tasks.bert.config import BertPretrainingConfig
 from tasks.bert.hf import load_bert
 from zoo.config import UserError, load_config
+from zoo.convert.hf_bert import read_hf_directory
 from zoo.models.bert import BertModelConfig, build_bert
-from zoo.models.bert_hf import read_hf_directory
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "bert"
 TINY = [

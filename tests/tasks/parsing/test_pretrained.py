@@ -12,10 +12,10 @@ from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.pieces import BertSpec, WordPieces, unescape
 from tasks.parsing.task import ParsingTask, parse
 from tests.tasks.parsing.conftest import tiny_config
+from zoo.convert.hf_bert import LoadedBert, read_hf_directory, write_hf_directory
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
-from zoo.models.bert_hf import LoadedBert, read_hf_directory, write_hf_directory
 from zoo.train import evaluation, fit
 from zoo.train.optim import build_optimizer
 

@@ -1,16 +1,17 @@
-"""Hugging Face BERT directories in and out (zoo.models.bert's weights and the WordPiece
-tokenizer): any task that reads or writes a BERT checkpoint uses these.
+"""Hugging Face BERT <-> zoo.models.bert: state dicts, config.json, whole directories (weights and
+the WordPiece tokenizer); any task that reads or writes a BERT checkpoint uses these.
 
 A directory holds `config.json`, `model.safetensors` (or `pytorch_model.bin`, read with
 `weights_only=True` so no pickled code runs), `vocab.txt` and `tokenizer_config.json`
-(`do_lower_case`), or the `tokenizer.json` that transformers 5 saves instead of vocab.txt. What we write is what `BertForPreTraining.save_pretrained` and
-`BertTokenizerFast.save_pretrained` would: `from_pretrained` loads it with the same logits.
+(`do_lower_case`), or the `tokenizer.json` that transformers 5 saves instead of vocab.txt. What
+we write is what `BertForPreTraining.save_pretrained` and `BertTokenizerFast.save_pretrained`
+would: `from_pretrained` loads it with the same logits. Hub names are downloaded through
+zoo.convert.hub.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,20 +21,110 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from zoo.config import UserError
-from zoo.convert import load_strict
+from zoo.convert.hub import HUB_NAME, snapshot
+from zoo.convert.keys import fuse_qkv, load_strict, rename, split_qkv
 from zoo.data.wordpiece import WordPieceTokenizer
-from zoo.models.bert import (
-    Bert,
-    BertModelConfig,
-    build_bert,
-    config_from_hf,
-    config_to_hf,
-    state_from_hf,
-    state_to_hf,
-)
+from zoo.models.bert import INIT_STD, Bert, BertModelConfig, build_bert
+
+# Hugging Face BertForPreTraining keys <-> zoo keys; query/key/value go through fuse_qkv.
+HF_TABLE = [
+    ("bert.embeddings.word_embeddings.", "embeddings.tokens."),
+    ("bert.embeddings.position_embeddings.", "embeddings.positions."),
+    ("bert.embeddings.token_type_embeddings.", "embeddings.token_types."),
+    ("bert.embeddings.LayerNorm.", "embeddings.norm."),
+    ("bert.encoder.layer.{i}.attention.self.query.", "encoder.layers.{i}.self_attn.q_proj."),
+    ("bert.encoder.layer.{i}.attention.self.key.", "encoder.layers.{i}.self_attn.k_proj."),
+    ("bert.encoder.layer.{i}.attention.self.value.", "encoder.layers.{i}.self_attn.v_proj."),
+    ("bert.encoder.layer.{i}.attention.output.dense.", "encoder.layers.{i}.self_attn.out_proj."),
+    ("bert.encoder.layer.{i}.attention.output.LayerNorm.", "encoder.layers.{i}.self_attn_res.norm."),
+    ("bert.encoder.layer.{i}.intermediate.dense.", "encoder.layers.{i}.ffn.fc1."),
+    ("bert.encoder.layer.{i}.output.dense.", "encoder.layers.{i}.ffn.fc2."),
+    ("bert.encoder.layer.{i}.output.LayerNorm.", "encoder.layers.{i}.ffn_res.norm."),
+    ("bert.pooler.dense.", "pooler."),
+    ("cls.predictions.transform.dense.", "mlm_head.dense."),
+    ("cls.predictions.transform.LayerNorm.", "mlm_head.norm."),
+    ("cls.predictions.bias", "mlm_head.bias"),
+    ("cls.seq_relationship.", "nsp_head."),
+]
+# Copies Hugging Face stores of tied weights, and its position-id buffer.
+HF_REDUNDANT = ("cls.predictions.decoder.*", "bert.embeddings.position_ids")
+# TensorFlow-era checkpoints name LayerNorm parameters gamma and beta.
+_TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
+
+
+def state_from_hf(state: dict[str, Tensor], *, source: str = "checkpoint") -> dict[str, Tensor]:
+    """A Hugging Face BertForPreTraining state dict in zoo `Bert` keys.
+
+    A checkpoint of the bare encoder (BertModel: no "bert." prefix) is read as the encoder
+    part; its missing heads are then reported by the strict load.
+    """
+    if not any(k.startswith(("bert.", "cls.")) for k in state):
+        state = {f"bert.{k}": v for k, v in state.items()}
+    state = {_modern_norm_name(k): v for k, v in state.items()}
+    return fuse_qkv(rename(state, HF_TABLE, source=source, skip=HF_REDUNDANT))
+
+
+def state_to_hf(state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """A zoo `Bert` state dict in Hugging Face BertForPreTraining keys. Like `save_pretrained`,
+    it leaves out the tied decoder copies (HF_REDUNDANT), which loading re-ties."""
+    return rename(split_qkv(state), HF_TABLE, reverse=True, source="zoo BERT")
+
+
+def _modern_norm_name(key: str) -> str:
+    stem, _, last = key.rpartition(".")
+    return f"{stem}.{_TF_NORM_NAMES[last]}" if "LayerNorm" in stem and last in _TF_NORM_NAMES else key
+
+
+def config_from_hf(hf: dict[str, Any], *, source: str = "config.json") -> tuple[BertModelConfig, int, int]:
+    """(model config, vocabulary size, pad id) of a Hugging Face BERT `config.json`.
+
+    Raises:
+        UserError: for a variant this model does not have (another activation or position type).
+    """
+    unsupported = {"hidden_act": ("gelu",), "position_embedding_type": ("absolute",)}
+    for key, allowed in unsupported.items():
+        if hf.get(key, allowed[0]) not in allowed:
+            raise UserError(f"{source}: {key}={hf[key]!r} is not supported (only {allowed})")
+    try:
+        cfg = BertModelConfig(
+            num_layers=hf["num_hidden_layers"],
+            dim=hf["hidden_size"],
+            num_heads=hf["num_attention_heads"],
+            ffn_dim=hf["intermediate_size"],
+            max_len=hf["max_position_embeddings"],
+            type_vocab_size=hf.get("type_vocab_size", 2),
+            dropout=hf.get("hidden_dropout_prob", 0.1),
+            attn_dropout=hf.get("attention_probs_dropout_prob", 0.1),
+            norm_eps=hf.get("layer_norm_eps", 1e-12),
+        )
+        return cfg, hf["vocab_size"], hf.get("pad_token_id", 0) or 0
+    except KeyError as err:
+        raise UserError(f"{source}: missing key {err.args[0]!r} of a BERT config") from None
+
+
+def config_to_hf(cfg: BertModelConfig, vocab_size: int, pad_id: int) -> dict[str, Any]:
+    """The `config.json` of `BertForPreTraining` for this model."""
+    return {
+        "architectures": ["BertForPreTraining"],
+        "model_type": "bert",
+        "vocab_size": vocab_size,
+        "hidden_size": cfg.dim,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "intermediate_size": cfg.ffn_dim,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": cfg.dropout,
+        "attention_probs_dropout_prob": cfg.attn_dropout,
+        "max_position_embeddings": cfg.max_len,
+        "type_vocab_size": cfg.type_vocab_size,
+        "initializer_range": INIT_STD,
+        "layer_norm_eps": cfg.norm_eps,
+        "pad_token_id": pad_id,
+        "position_embedding_type": "absolute",
+    }
+
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?$")  # bert-base-uncased, google/bert_uncased_L-2_H-128_A-2
 HUB_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json", *WEIGHT_FILES]
 
 
@@ -114,15 +205,7 @@ def read_hf_directory(directory: str | Path, *, encoder_only: bool = False) -> L
 def download(repo_id: str) -> Path:
     """The hub snapshot of `repo_id` (config, vocabulary, weights) in the Hugging Face cache;
     needs internet the first time."""
-    from huggingface_hub import snapshot_download
-
-    try:
-        return Path(snapshot_download(repo_id, allow_patterns=HUB_FILES))
-    except Exception as err:  # offline, unknown name, hub errors: one message
-        raise UserError(
-            f"cannot download {repo_id!r} from the Hugging Face hub "
-            f"({type(err).__name__}: {err}); offline, pass a local directory"
-        ) from None
+    return snapshot(repo_id, HUB_FILES)
 
 
 def write_hf_directory(loaded: LoadedBert, out: str | Path) -> Path:
