@@ -5,11 +5,20 @@ Shape key: B batch, S source length, T target length, D model dim, V target voca
 `build_model` is the only place where the config turns into modules; `Transformer` just wires
 the parts together and exposes the three calls that training (`forward`) and the decoders in
 zoo.decode (`encode`, `decode`, `new_cache`) need.
+
+A source that is more than token ids (word pieces for a pretrained reader, characters, source
+features) has one way in: build the Transformer with your own `src_embed`, a module whose
+`forward(src, source)` returns (B, S, D), and pass the task's `source` object (anything: a
+dataclass of tensors) to `forward(..., source=)` and `encode(src, source)`. The ids `src` still
+give the padding mask. The decoders in zoo.decode call `encode(src)` alone, so a search binds the
+batch's source with `zoo.decode.BoundInputs(model, source)`. Parts of a custom source embedding
+may train at their own learning rate through its `lr_scales()` (see `Transformer.lr_scales`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from torch import Tensor, nn
 
@@ -75,7 +84,8 @@ class Transformer(nn.Module):
     source padding is hidden from the encoder and from cross-attention by a padding mask.
 
     Args:
-        src_embed: source tokens -> (B, S, D) embeddings with positions.
+        src_embed: source tokens -> (B, S, D) embeddings with positions; or a task's own module
+            whose forward takes (src, source) (see the module docstring).
         tgt_embed: target tokens -> (B, T, D); may share its TokenEmbedding with `src_embed`.
         encoder: the encoder stack.
         decoder: the decoder stack.
@@ -86,7 +96,7 @@ class Transformer(nn.Module):
 
     def __init__(
         self,
-        src_embed: SequenceEmbedding,
+        src_embed: SequenceEmbedding | nn.Module,
         tgt_embed: SequenceEmbedding,
         encoder: Encoder,
         decoder: Decoder,
@@ -102,10 +112,22 @@ class Transformer(nn.Module):
         self.pad_idx = pad_idx
         self.max_len = max_len
 
-    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
-        """src (B, S) -> memory (B, S, D) and memory_mask (B, 1, 1, S), True at real tokens."""
+    def encode(self, src: Tensor, source: Any = None) -> tuple[Tensor, Tensor]:
+        """src (B, S) -> memory (B, S, D) and memory_mask (B, 1, 1, S), True at real tokens.
+
+        Args:
+            source: what a custom `src_embed` reads besides the ids, rows as in `src`
+                (None for the built-in embedding, which reads the ids alone).
+        """
         memory_mask = padding_mask(src, self.pad_idx)
-        return self.encoder(self.src_embed(src), pad_mask=memory_mask), memory_mask
+        x = self.src_embed(src) if source is None else self.src_embed(src, source)
+        return self.encoder(x, pad_mask=memory_mask), memory_mask
+
+    def lr_scales(self) -> dict[str, float]:
+        """zoo.train.optim's per-part learning-rate multipliers: those a custom source embedding
+        gives its parts (a pretrained reader fine-tuned slower), keyed by parameter-name prefix."""
+        scales = getattr(self.src_embed, "lr_scales", dict)()
+        return {f"src_embed.{prefix}": scale for prefix, scale in scales.items()}
 
     def decode(
         self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: DecoderCache | None = None
@@ -142,14 +164,14 @@ class Transformer(nn.Module):
         targets: Tensor | None = None,
         *,
         smoothing: float = 0.0,
-        encoder_inputs: tuple[Tensor, ...] = (),
+        source: Any = None,
     ) -> Tensor | LossSums:
         """Teacher-forced logits (B, T, V) of the next target tokens; or, given `targets` (B, T)
         (padding = the model's pad id), the sums of their label-smoothed loss, NLL and count,
         with the projection and the loss fused so that no (B, T, V) tensor is ever made (as
         nanoGPT's forward takes targets; it is here, not in the task, so DDP and torch.compile
-        wrap it). `encoder_inputs` go to `encode` after `src` (a subclass's extra source inputs)."""
-        memory, memory_mask = self.encode(src, *encoder_inputs)
+        wrap it). `source` goes to `encode` (what a custom source embedding reads)."""
+        memory, memory_mask = self.encode(src, source)
         if targets is None:
             return self.decode(tgt_in, memory, memory_mask)
         states = self.decoder_states(tgt_in, memory, memory_mask)

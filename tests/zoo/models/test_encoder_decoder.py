@@ -160,3 +160,33 @@ def test_separate_vocabularies():
 def test_sharing_unequal_vocabularies_is_an_error_naming_the_key():
     with pytest.raises(UserError, match="model.share_embeddings"):
         build_model(TINY, 40, 9, PAD)
+
+
+class ScaledSource(torch.nn.Module):
+    """A task's own source embedding: the built-in one times a per-row factor the task's
+    `source` object carries (here a plain (B,) tensor)."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, src: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+        return self.inner(src) * source[:, None, None]
+
+    def lr_scales(self) -> dict[str, float]:
+        return {"inner.tokens.": 0.5}
+
+
+def test_a_custom_source_embedding_computing_the_same_gives_the_same_output():
+    model = tiny(share_embeddings=False)
+    custom = tiny(share_embeddings=False)
+    custom.src_embed = ScaledSource(custom.src_embed)
+    src, tgt = random_batch()
+    ones = torch.ones(len(src))
+    with torch.no_grad():
+        torch.testing.assert_close(custom(src, tgt, source=ones), model(src, tgt), rtol=0, atol=0)
+        memory, mask = custom.encode(src, ones)
+        torch.testing.assert_close(memory, model.encode(src)[0], rtol=0, atol=0)
+        # The source object is read: another factor, another encoding.
+        assert not torch.allclose(custom.encode(src, 2 * ones)[0], memory)
+    assert custom.lr_scales() == {"src_embed.inner.tokens.": 0.5} and model.lr_scales() == {}
