@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from omegaconf import OmegaConf
 
 from zoo.config import Invalid
+from zoo.decode.config import DecodeConfig
 from zoo.models import ModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
@@ -105,39 +106,6 @@ class DataConfig:
     )
 
 
-@dataclass
-class DecodeConfig:
-    beam_size: int = field(default=4, metadata={"help": "beam width for test decoding (the paper: 4)"})
-    alpha: float = field(
-        default=0.6,
-        metadata={"help": "length penalty exponent of lp(Y) = ((5 + |Y|) / 6)^alpha (the paper: 0.6)"},
-    )
-    max_len_a: float = field(
-        default=1.0,
-        metadata={
-            "help": "hypotheses stop at max_len_a * source length + max_len_b tokens (the paper: a=1, b=50)"
-        },
-    )
-    max_len_b: int = field(default=50, metadata={"help": "see max_len_a"})
-    patience: float = field(
-        default=0.0,
-        metadata={
-            "help": "beam search also stops a sentence once round(patience x beam_size) hypotheses "
-            "have ended (fairseq and CTranslate2: 1; faster, may miss a better one); 0 = only "
-            "when no live beam can win (the exact result)"
-        },
-    )
-    eval_beam_size: int = field(
-        default=1,
-        metadata={
-            "help": "beam width of the BLEU computed at each evaluation during training (1 = greedy, fast)"
-        },
-    )
-    max_tokens: int = field(
-        default=0, metadata={"help": "source tokens per decoding batch (0 = data.max_tokens)"}
-    )
-
-
 def _demo_model() -> ModelConfig:
     return ModelConfig(
         encoder_layers=2, decoder_layers=2, dim=128, ffn_dim=512, num_heads=4, dropout=0.1, max_len=256
@@ -176,9 +144,4 @@ class TranslationConfig(RunConfig):
             raise Invalid(
                 "data.max_len",
                 f"must be between 1 and model.max_len ({self.model.max_len}), not {self.data.max_len}",
-            )
-        if self.decode.patience < 0:
-            raise Invalid(
-                "decode.patience",
-                f"must be at least 0 (0 = the exact stopping rule), not {self.decode.patience}",
             )
