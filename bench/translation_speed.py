@@ -243,7 +243,7 @@ def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, thre
     """CTranslate2 running `model`'s own weights (converted once into `folder`)."""
     import ctranslate2
 
-    from tasks.translation.export import ctranslate2_spec
+    from zoo.convert.ctranslate2 import ctranslate2_spec
 
     if not (folder / "model.bin").exists():
         spec = ctranslate2_spec(model, pieces)

@@ -1,0 +1,154 @@
+"""zoo's encoder-decoder `Transformer` as a CTranslate2 model directory.
+
+CTranslate2 is the inference engine deployers use for Transformer translation models.
+`write_ctranslate2` writes its model directory (model.bin, config.json, the shared vocabulary)
+plus the SentencePiece model (spm.model), so that
+
+    translator = ctranslate2.Translator(OUT)
+    pieces = sentencepiece.SentencePieceProcessor(model_file=f"{OUT}/spm.model").encode(text, out_type=str)
+    translator.translate_batch([pieces], beam_size=4, length_penalty=0.6)
+
+translates as zoo does (the source EOS is added by the engine, from the exported config). What
+maps onto what: post-norm or pre-norm residuals (with the pre-norm stacks' final norms), LayerNorm
+or RMSNorm and its epsilon, ReLU or GELU, the position table itself (sinusoidal or learned:
+written out, so no layout convention has to agree), the sqrt(D) embedding scale, and the
+embeddings shared by source, target and output projection. Restricted self-attention
+(model.window) has no CTranslate2 counterpart and is refused.
+
+The ctranslate2 package (an optional peer) is imported only when a spec is built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch import Tensor, nn
+
+from zoo.config import UserError
+from zoo.data.special import SPECIAL_IDS
+from zoo.data.tokenizer import SentencePieceTokenizer
+from zoo.models.encoder_decoder import Transformer
+
+
+def _array(t: Tensor):
+    return t.detach().float().cpu().numpy()
+
+
+def _linear(spec, layer: nn.Linear) -> None:
+    spec.weight = _array(layer.weight)
+    if layer.bias is not None:
+        spec.bias = _array(layer.bias)
+
+
+def _rows(spec, layer: nn.Linear, rows: slice) -> None:
+    """A part of a fused projection: its output rows `rows` (q, or k and v)."""
+    spec.weight = _array(layer.weight[rows])
+    if layer.bias is not None:
+        spec.bias = _array(layer.bias[rows])
+
+
+def _norm(spec, norm: nn.Module) -> None:
+    spec.gamma = _array(norm.weight)
+    if getattr(norm, "bias", None) is not None:
+        spec.beta = _array(norm.bias)
+
+
+def _embedding(spec, tokens_spec, embed: nn.Module) -> None:
+    """Token table and position table (SinusoidalPositions.table or LearnedPositions.weight)."""
+    tokens_spec.weight = _array(embed.tokens.weight)
+    positions = getattr(embed.positions, "table", None)
+    spec.position_encodings.encodings = _array(positions if positions is not None else embed.positions.weight)
+    spec.scale_embeddings = embed.tokens.scale != 1.0
+
+
+def _attention(spec, attn: nn.Module, residual: nn.Module, *, cross: bool) -> None:
+    """CTranslate2 keeps self-attention's q/k/v fused (linear[0]); cross-attention has q
+    (linear[0]) and fused k/v (linear[1]), the row order of zoo's qkv_proj."""
+    if cross:
+        _rows(spec.linear[0], attn.qkv_proj, slice(0, attn.dim))
+        _rows(spec.linear[1], attn.qkv_proj, slice(attn.dim, None))
+    else:
+        _linear(spec.linear[0], attn.qkv_proj)
+    _linear(spec.linear[-1], attn.out_proj)
+    _norm(spec.layer_norm, residual.norm)
+
+
+def _ffn(spec, layer: nn.Module) -> None:
+    _linear(spec.linear_0, layer.ffn.fc1)
+    _linear(spec.linear_1, layer.ffn.fc2)
+    _norm(spec.layer_norm, layer.ffn_res.norm)
+
+
+def ctranslate2_spec(model: Transformer, pieces: list[str]):
+    """The CTranslate2 TransformerSpec holding `model`'s weights, over the vocabulary `pieces`
+    (id order; one joint vocabulary for source and target).
+
+    Raises:
+        UserError: without the ctranslate2 package, or for restricted self-attention.
+    """
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError(
+            "--format ctranslate2 needs the ctranslate2 package: pip install ctranslate2"
+        ) from None
+
+    specs = ctranslate2.specs
+    first = model.encoder.layers[0]
+    if model.encoder.window is not None or model.decoder.window is not None:
+        raise UserError("model.window (restricted self-attention) has no CTranslate2 counterpart")
+    norm = first.ffn_res.norm
+    activation = {nn.ReLU: specs.Activation.RELU, nn.GELU: specs.Activation.GELU}[type(first.ffn.act)]
+    spec = specs.TransformerSpec.from_config(
+        (len(model.encoder.layers), len(model.decoder.layers)),
+        first.self_attn.num_heads,
+        pre_norm=first.ffn_res.pre_norm,
+        activation=activation,
+        rms_norm=isinstance(norm, nn.RMSNorm),
+    )
+    encoder, decoder = spec.encoder, spec.decoder
+    _embedding(encoder, encoder.embeddings[0], model.src_embed)  # one per source feature
+    _embedding(decoder, decoder.embeddings, model.tgt_embed)
+    for layer_spec, layer in zip(encoder.layer, model.encoder.layers):
+        _attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_res, cross=False)
+        _ffn(layer_spec.ffn, layer)
+    for layer_spec, layer in zip(decoder.layer, model.decoder.layers):
+        _attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_res, cross=False)
+        _attention(layer_spec.attention, layer.cross_attn, layer.cross_attn_res, cross=True)
+        _ffn(layer_spec.ffn, layer)
+    for stack_spec, stack in ((encoder, model.encoder), (decoder, model.decoder)):
+        if stack.final_norm is not None:
+            _norm(stack_spec.layer_norm, stack.final_norm)
+    _linear(decoder.projection, model.output)
+    spec.config.layer_norm_epsilon = norm.eps
+    spec.config.unk_token = pieces[SPECIAL_IDS.unk]
+    spec.config.bos_token = spec.config.decoder_start_token = pieces[SPECIAL_IDS.bos]
+    spec.config.eos_token = pieces[SPECIAL_IDS.eos]
+    spec.config.add_source_eos = True  # zoo's sources end with EOS, as in training
+    spec.register_source_vocabulary(pieces)
+    spec.register_target_vocabulary(pieces)
+    return spec
+
+
+def write_ctranslate2(
+    model: Transformer, tokenizer: SentencePieceTokenizer, output: Path, *, quantization: str = ""
+) -> None:
+    """Write `model` and `tokenizer` as a CTranslate2 model directory into `output` (created if
+    absent; the files must not be there yet). Staging and moving into place, so that a failure
+    leaves nothing half written, is the caller's (zoo.verbs' write_directory does it).
+
+    Args:
+        quantization: weight type stored on disk ('' = float32; int8, int16, float16, bfloat16, ...;
+            the engine can still convert at load time).
+
+    Raises:
+        UserError: without the ctranslate2 package, or for a model CTranslate2 cannot represent
+            (restricted self-attention).
+    """
+    output = Path(output)
+    spec = ctranslate2_spec(model, tokenizer.pieces(range(tokenizer.vocab_size)))
+    spec.validate()
+    spec.optimize(quantization=quantization or None)
+    output.mkdir(parents=True, exist_ok=True)
+    spec.save(str(output))
+    (output / "spm.model").write_bytes(tokenizer.model)
