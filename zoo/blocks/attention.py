@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from zoo.blocks.cache import BeamKVCache, KVCache
+from zoo.blocks.beam_cache import BeamKVCache
+from zoo.blocks.kv_cache import KVCache
 
 FEW_QUERIES = 8
 """Query blocks up to this length (incremental decoding: one query per row, or one per beam of a

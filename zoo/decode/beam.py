@@ -23,7 +23,7 @@ With alpha = 0 and beam 1 this is exactly greedy search. The source is encoded o
 and the first step runs on the B sequences; only then does each get its k beams. The beams of a
 sequence share one copy of its encoder output and cross-attention keys/values (nothing fixed
 within a sentence is copied per step), and one buffer of self-attention keys/values that each
-beam reads through its ancestry (zoo.blocks.cache.BeamHistory), so no cache is reordered. The
+beam reads through its ancestry (zoo.blocks.beam_cache.BeamHistory), so no cache is reordered. The
 best 2k pairs of a sequence are among the 2k best tokens of each of its beams, so the vocabulary
 is ranked per beam (zoo.decode.topk), then only k x 2k candidates per sequence. Sequences that
 stop leave the batch once they are a `1 / STOPPED_SHARE_TO_LEAVE` share of it; until then they
