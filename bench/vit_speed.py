@@ -23,7 +23,7 @@ from torch import nn
 
 from bench.optimizers import timm_optimizer, zoo_optimizer
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
-from tasks.vit.convert import vit_from_timm
+from zoo.convert.timm_vit import vit_from_timm
 
 RESULTS = Path(__file__).parent / "results"
 PRESETS = {

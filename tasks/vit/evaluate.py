@@ -13,15 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from zoo.train.options import CheckpointOptions
 
 from tasks.vit.config import ViTConfig
 from tasks.vit.figures import attention_rollout, confusion_matrix, plot_confusion_matrix, plot_rollout
-from tasks.vit.model import build_model
-from tasks.vit.task import ViTTask, classification_metrics, predict
+from tasks.vit.task import ViTTask, build_model, classification_metrics, predict
 from zoo.cli import main_guard
 from zoo.config import Invalid, UserError, parse_cli
 from zoo.train import RunContext, evaluation, load_trained
-from zoo.train.options import CheckpointOptions
 
 
 @dataclass

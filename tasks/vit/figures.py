@@ -18,8 +18,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import Tensor  # noqa: E402
 
-from tasks.vit.model import ViT  # noqa: E402
 from zoo.blocks import attention_maps  # noqa: E402
+from zoo.models.vit import ViT  # noqa: E402
 
 
 def confusion_matrix(labels: Tensor, predictions: Tensor, num_classes: int) -> Tensor:

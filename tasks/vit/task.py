@@ -9,14 +9,40 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Subset
 
-from tasks.vit.config import ViTConfig
-from tasks.vit.convert import load_pretrained
+from tasks.vit.config import ModelConfig, ViTConfig
 from tasks.vit.data import ImageData, build_datasets, iterate
-from tasks.vit.model import ViT, build_model
 from tasks.vit.transforms import BatchMixer, SeededTransform, eval_transform, example_seed, train_transform
 from zoo.config import UserError
+from zoo.convert.timm_vit import load_pretrained
 from zoo.data.batching import shard
+from zoo.models.vit import ViT
 from zoo.train import RunContext, Term
+
+
+def build_model(cfg: ModelConfig, *, mean: tuple[float, ...], std: tuple[float, ...]) -> ViT:
+    """The ViT a config describes; `mean`/`std` come from the data (they live in the model)."""
+    return ViT(
+        image_size=cfg.image_size,
+        patch_size=cfg.patch_size,
+        in_chans=cfg.in_chans,
+        num_classes=cfg.num_classes,
+        dim=cfg.dim,
+        encoder_layers=cfg.encoder_layers,
+        num_heads=cfg.num_heads,
+        ffn_dim=cfg.ffn_dim,
+        pool=cfg.pool,
+        class_token=cfg.class_token,
+        bias=cfg.bias,
+        dropout=cfg.dropout,
+        attn_dropout=cfg.attn_dropout,
+        drop_path_rate=cfg.drop_path_rate,
+        mean=mean,
+        std=std,
+    )
+
+
+def num_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
 
 
 def soft_target_cross_entropy(logits: Tensor, targets: Tensor, *, smoothing: float = 0.0) -> Tensor:

@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks.vit.config import ViTConfig
-from tasks.vit.model import num_parameters
-from tasks.vit.task import ViTTask
+from tasks.vit.task import ViTTask, num_parameters
 from zoo.cli import main_guard
 from zoo.config import parse_cli
 from zoo.train import fit

@@ -12,13 +12,12 @@ import torch
 from tasks.vit import evaluate as evaluate_cli
 from tasks.vit import train as train_cli
 from tasks.vit.config import DataConfig, ModelConfig, ViTConfig
-from tasks.vit.convert import zoo_to_timm
 from tasks.vit.data import ImageData, TensorImages
 from tasks.vit.figures import attention_rollout, confusion_matrix
-from tasks.vit.model import build_model, num_parameters
-from tasks.vit.task import ViTTask, soft_target_cross_entropy
+from tasks.vit.task import ViTTask, build_model, num_parameters, soft_target_cross_entropy
 from zoo.blocks import Encoder
 from zoo.config import load_config, to_dict
+from zoo.convert.timm_vit import zoo_to_timm
 from zoo.train import RunContext, fit
 from zoo.train.config import OptimConfig, ScheduleConfig, TrainConfig
 

@@ -8,9 +8,9 @@ import torch
 from timm.layers import resample_abs_pos_embed
 from timm.models.vision_transformer import VisionTransformer
 
-from tasks.vit.convert import load_timm_state, timm_to_zoo, vit_from_timm, zoo_to_timm
-from tasks.vit.model import ViT, resample_positions
 from zoo.config import UserError
+from zoo.convert.timm_vit import load_timm_state, timm_to_zoo, vit_from_timm, zoo_to_timm
+from zoo.models.vit import ViT, resample_positions
 from zoo.train.optim import param_groups
 
 
@@ -210,7 +210,7 @@ def test_avg_pool_without_class_token_and_bad_arguments() -> None:
 def test_pretrained_from_a_local_timm_checkpoint_file(tmp_path, suffix: str) -> None:
     from safetensors.torch import save_file
 
-    from tasks.vit.convert import load_pretrained
+    from zoo.convert.timm_vit import load_pretrained
 
     timm_model = _small_timm()
     path = tmp_path / f"vit{suffix}"

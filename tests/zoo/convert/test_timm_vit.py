@@ -7,9 +7,9 @@ import pytest
 import torch
 from timm.models.vision_transformer import ResPostBlock, VisionTransformer
 
-from tasks.vit.convert import load_timm_state, vit_from_timm
-from tasks.vit.model import ViT
 from zoo.config import UserError
+from zoo.convert.timm_vit import load_timm_state, vit_from_timm
+from zoo.models.vit import ViT
 
 
 def _timm(**kwargs) -> VisionTransformer:

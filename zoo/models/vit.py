@@ -3,7 +3,7 @@
 Images are cut into patches by a strided convolution, a class token is prepended, learned
 positions are added, and a pre-norm encoder runs over the sequence; the head reads the class
 token (or the mean of the patch tokens). Layout and initialisation follow timm's
-VisionTransformer so its checkpoints load through `tasks.vit.convert`.
+VisionTransformer so its checkpoints load through `zoo.convert.timm_vit`.
 
 Shape key: B batch, C channels, P patch side, N patches, D model dim, K classes.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from tasks.vit.config import ModelConfig
 from zoo.blocks import Dropout, Encoder, LayerSpec, build_norm, resample_grid
 
 POOLS = ("token", "avg")
@@ -152,29 +151,3 @@ def _channel_stat(values: tuple[float, ...], channels: int) -> Tensor:
     if len(values) not in (1, channels):
         raise ValueError(f"need 1 or {channels} normalisation values, got {len(values)}")
     return torch.tensor(values, dtype=torch.float32).expand(channels).reshape(channels, 1, 1).clone()
-
-
-def build_model(cfg: ModelConfig, *, mean: tuple[float, ...], std: tuple[float, ...]) -> ViT:
-    """The ViT a config describes; `mean`/`std` come from the data (they live in the model)."""
-    return ViT(
-        image_size=cfg.image_size,
-        patch_size=cfg.patch_size,
-        in_chans=cfg.in_chans,
-        num_classes=cfg.num_classes,
-        dim=cfg.dim,
-        encoder_layers=cfg.encoder_layers,
-        num_heads=cfg.num_heads,
-        ffn_dim=cfg.ffn_dim,
-        pool=cfg.pool,
-        class_token=cfg.class_token,
-        bias=cfg.bias,
-        dropout=cfg.dropout,
-        attn_dropout=cfg.attn_dropout,
-        drop_path_rate=cfg.drop_path_rate,
-        mean=mean,
-        std=std,
-    )
-
-
-def num_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())

@@ -1,4 +1,4 @@
-"""timm VisionTransformer checkpoints <-> zoo ViT, by renaming keys at load time (zoo.convert).
+"""timm VisionTransformer checkpoints <-> zoo ViT, by renaming keys at load time (zoo.convert.keys).
 
 timm's fused `attn.qkv` (3D, D) weight has the layout of our `qkv_proj`, so the conversion is a
 pure renaming (plus the position table resampled when the image size differs). Covered: the
@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from tasks.vit.model import ViT, resample_positions
 from zoo.config import UserError
-from zoo.convert import load_strict, rename
+from zoo.convert.keys import load_strict, rename
+from zoo.models.vit import ViT, resample_positions
 
 # (timm prefix, zoo prefix); `{i}` is a block index.
 TIMM_TABLE = [
