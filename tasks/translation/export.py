@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch import Tensor, nn
 
 from tasks.translation.inference import TrainedModelOptions, load_translator
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
-from zoo.data.special import SPECIAL_IDS
+from zoo.convert.ctranslate2 import write_ctranslate2
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.models.encoder_decoder import Transformer
 
@@ -68,97 +67,6 @@ class ExportOptions:
     force: bool = field(default=False, metadata={"help": "replace an existing output directory"})
 
 
-def _array(t: Tensor):
-    return t.detach().float().cpu().numpy()
-
-
-def _linear(spec, layer: nn.Linear) -> None:
-    spec.weight = _array(layer.weight)
-    if layer.bias is not None:
-        spec.bias = _array(layer.bias)
-
-
-def _rows(spec, layer: nn.Linear, rows: slice) -> None:
-    """A part of a fused projection: its output rows `rows` (q, or k and v)."""
-    spec.weight = _array(layer.weight[rows])
-    if layer.bias is not None:
-        spec.bias = _array(layer.bias[rows])
-
-
-def _norm(spec, norm: nn.Module) -> None:
-    spec.gamma = _array(norm.weight)
-    if getattr(norm, "bias", None) is not None:
-        spec.beta = _array(norm.bias)
-
-
-def _embedding(spec, tokens_spec, embed: nn.Module) -> None:
-    """Token table and position table (SinusoidalPositions.table or LearnedPositions.weight)."""
-    tokens_spec.weight = _array(embed.tokens.weight)
-    positions = getattr(embed.positions, "table", None)
-    spec.position_encodings.encodings = _array(positions if positions is not None else embed.positions.weight)
-    spec.scale_embeddings = embed.tokens.scale != 1.0
-
-
-def _attention(spec, attn: nn.Module, residual: nn.Module, *, cross: bool) -> None:
-    """CTranslate2 keeps self-attention's q/k/v fused (linear[0]); cross-attention has q
-    (linear[0]) and fused k/v (linear[1]), the row order of zoo's qkv_proj."""
-    if cross:
-        _rows(spec.linear[0], attn.qkv_proj, slice(0, attn.dim))
-        _rows(spec.linear[1], attn.qkv_proj, slice(attn.dim, None))
-    else:
-        _linear(spec.linear[0], attn.qkv_proj)
-    _linear(spec.linear[-1], attn.out_proj)
-    _norm(spec.layer_norm, residual.norm)
-
-
-def _ffn(spec, layer: nn.Module) -> None:
-    _linear(spec.linear_0, layer.ffn.fc1)
-    _linear(spec.linear_1, layer.ffn.fc2)
-    _norm(spec.layer_norm, layer.ffn_res.norm)
-
-
-def ctranslate2_spec(model: Transformer, pieces: list[str]):
-    """The CTranslate2 TransformerSpec holding `model`'s weights, over the vocabulary `pieces`
-    (id order; one joint vocabulary for source and target)."""
-    import ctranslate2
-
-    specs = ctranslate2.specs
-    first = model.encoder.layers[0]
-    if model.encoder.window is not None or model.decoder.window is not None:
-        raise UserError("model.window (restricted self-attention) has no CTranslate2 counterpart")
-    norm = first.ffn_res.norm
-    activation = {nn.ReLU: specs.Activation.RELU, nn.GELU: specs.Activation.GELU}[type(first.ffn.act)]
-    spec = specs.TransformerSpec.from_config(
-        (len(model.encoder.layers), len(model.decoder.layers)),
-        first.self_attn.num_heads,
-        pre_norm=first.ffn_res.pre_norm,
-        activation=activation,
-        rms_norm=isinstance(norm, nn.RMSNorm),
-    )
-    encoder, decoder = spec.encoder, spec.decoder
-    _embedding(encoder, encoder.embeddings[0], model.src_embed)  # one per source feature
-    _embedding(decoder, decoder.embeddings, model.tgt_embed)
-    for layer_spec, layer in zip(encoder.layer, model.encoder.layers):
-        _attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_res, cross=False)
-        _ffn(layer_spec.ffn, layer)
-    for layer_spec, layer in zip(decoder.layer, model.decoder.layers):
-        _attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_res, cross=False)
-        _attention(layer_spec.attention, layer.cross_attn, layer.cross_attn_res, cross=True)
-        _ffn(layer_spec.ffn, layer)
-    for stack_spec, stack in ((encoder, model.encoder), (decoder, model.decoder)):
-        if stack.final_norm is not None:
-            _norm(stack_spec.layer_norm, stack.final_norm)
-    _linear(decoder.projection, model.output)
-    spec.config.layer_norm_epsilon = norm.eps
-    spec.config.unk_token = pieces[SPECIAL_IDS.unk]
-    spec.config.bos_token = spec.config.decoder_start_token = pieces[SPECIAL_IDS.bos]
-    spec.config.eos_token = pieces[SPECIAL_IDS.eos]
-    spec.config.add_source_eos = True  # zoo's sources end with EOS, as in training
-    spec.register_source_vocabulary(pieces)
-    spec.register_target_vocabulary(pieces)
-    return spec
-
-
 def export_ctranslate2(
     model: Transformer,
     tokenizer: SentencePieceTokenizer,
@@ -176,14 +84,10 @@ def export_ctranslate2(
     out = Path(out)
     if out.exists() and not force:
         raise UserError(f"{out} exists; pass --force to replace it")
-    spec = ctranslate2_spec(model, tokenizer.pieces(range(tokenizer.vocab_size)))
-    spec.validate()
-    spec.optimize(quantization=quantization or None)
     # Written beside, then moved: a failed export never leaves a half-written model at `out`.
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp:
-        spec.save(tmp)
-        (Path(tmp) / "spm.model").write_bytes(tokenizer.model)
+        write_ctranslate2(model, tokenizer, Path(tmp), quantization=quantization)
         if out.exists():
             shutil.rmtree(out)
         Path(tmp).rename(out)
