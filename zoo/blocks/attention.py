@@ -6,12 +6,14 @@ Shape key: B batch, T query length, S key length, H heads, Dh head dim, D model 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import MappingProxyType
 
 import torch
 import torch.nn.functional as F
+from einops import rearrange
 from torch import Tensor, nn
 
 from zoo.blocks.beam_cache import BeamKVCache
@@ -48,7 +50,12 @@ class MultiHeadAttention(nn.Module):
     - cross-attention: `attn(x, context)`; keys and values come from `context`
     - restricted attention: a `local_mask` as `mask`
     - incremental decoding: pass a `KVCache`; self-attention appends to it, cross-attention fills
-      it on the first call and reuses it afterwards (then `context` may be None)
+      it on the first call and reuses it afterwards (then `context` may be None); beam search's
+      self-attention passes a `BeamKVCache`, whose mask picks each row's history
+
+    `forward` reads in three steps, one path at a time: the projections (`_self_qkv` or
+    `_cross_qkv`), the core (`_attend`: written out while recording maps or for a few decoding
+    queries, SDPA otherwise), and the merged heads' output projection.
 
     The q/k/v projections live in one (3D, D) weight, the layout of `nn.MultiheadAttention`'s
     `in_proj_weight`: self-attention runs one fused matmul, cross-attention splits it in two.
@@ -70,17 +77,13 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(dim, dim, bias=bias)
 
     def _split_heads(self, x: Tensor) -> Tensor:
-        b, t, _ = x.shape  # (B, T, D) -> (B, H, T, Dh)
-        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
+        return rearrange(x, "b t (h d) -> b h t d", h=self.num_heads)
 
-    def _project_q(self, x: Tensor) -> Tensor:
-        w, b = self.qkv_proj.weight[: self.dim], self._bias(0)
-        return self._split_heads(F.linear(x, w, b))
-
-    def _project_kv(self, context: Tensor) -> tuple[Tensor, Tensor]:
-        w, b = self.qkv_proj.weight[self.dim :], self._bias(1)
-        k, v = F.linear(context, w, b).chunk(2, dim=-1)
-        return self._split_heads(k), self._split_heads(v)
+    def _merge_heads(self, out: Tensor, rows: int | None = None) -> Tensor:
+        """(n, H, g T, Dh) outputs of `rows` = g n query rows grouped as in `_group_rows` (g = 1
+        without `rows`) -> projected (rows, T, D)."""
+        g = (rows or out.shape[0]) // out.shape[0]
+        return self.out_proj(rearrange(out, "n h (g t) d -> (n g) t (h d)", g=g))
 
     def _bias(self, part: int) -> Tensor | None:
         bias = self.qkv_proj.bias
@@ -103,6 +106,7 @@ class MultiHeadAttention(nn.Module):
         `context` (or a cross cache) of n sequences, rows g i .. g i + g - 1 attending to sequence
         i. Beam search uses it so that a sentence's beams share one copy of its encoder output
         and keys/values; the g T queries of a sequence then run as one block against its keys.
+        Beam search's self-attention cache (BeamKVCache) is read the same way, through its mask.
 
         Args:
             mask: bool, True = may attend, broadcastable to (B, H, T, S); per context sequence,
@@ -110,75 +114,77 @@ class MultiHeadAttention(nn.Module):
             is_causal: use the kernel's causal mask (only valid for T == S with no cache offset).
             cache: KV cache for incremental decoding (see class docstring).
         """
-        q, k, v = self._qkv(x, context, cache)
+        if context is None and (cache is None or not cache.cross):
+            q, k, v = self._self_qkv(x, cache)
+        else:
+            q, k, v = self._cross_qkv(x, context, cache)
         if cache is not None and cache.mask is not None:  # beams reading shared histories
             mask = cache.mask if mask is None else mask & cache.mask
         rows = q.shape[0]
-        q = _group_rows(q, k.shape[0])
-        maps = _RECORDING.get().get(self)
-        if maps is not None:
-            out, weights = attention_reference(q, k, v, mask, is_causal)
-            maps.append(_ungroup_rows(weights, rows))
-        elif q.shape[2] <= FEW_QUERIES and not self.training:
-            # Decoding steps: a few queries per sequence. Three plain products beat the fused
-            # kernel here (about 8% of a beam search's time on the small bench preset).
-            out, _ = attention_reference(q, k, v, mask, is_causal)
-        else:
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0
-            )
+        out = self._attend(_group_rows(q, k.shape[0]), k, v, mask, is_causal, rows)
         return self._merge_heads(out, rows)
 
-    def _merge_heads(self, out: Tensor, rows: int | None = None) -> Tensor:
-        """(B, H, T, Dh), or `rows` grouped as in `_group_rows`, -> projected (rows, T, D)."""
-        return self.out_proj(_ungroup_rows(out, rows or out.shape[0], heads_last=True))
+    def _self_qkv(self, x: Tensor, cache: KVCache | BeamKVCache | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention: q, k, v (B, H, T, Dh) from one fused projection; with a cache, the
+        keys/values of every step so far (zoo.blocks.kv_cache, or zoo.blocks.beam_cache)."""
+        qkv = rearrange(self.qkv_proj(x), "b t (three h d) -> three b h t d", three=3, h=self.num_heads)
+        q, k, v = qkv.unbind(0)
+        if cache is not None:
+            k, v = cache.append(k, v)
+        return q, k, v
 
-    def _qkv(
-        self, x: Tensor, context: Tensor | None, cache: KVCache | BeamKVCache | None
+    def _cross_qkv(
+        self, x: Tensor, context: Tensor | None, cache: KVCache | None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        if context is None and (cache is None or not cache.cross):
-            q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
-            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
-            if cache is not None:
-                k, v = cache.append(k, v)
-            return q, k, v
-        q = self._project_q(x)
+        """Cross-attention: q (B, H, T, Dh) from x, keys/values (n, H, S, Dh) from `context`,
+        or from the cache once the first step has filled it (zoo.blocks.kv_cache)."""
+        q = self._split_heads(F.linear(x, self.qkv_proj.weight[: self.dim], self._bias(0)))
         if cache is not None and not cache.is_empty:
             return q, cache.keys, cache.values
         if context is None:
             raise ValueError("cross-attention needs `context` until its cache is filled")
-        k, v = self._project_kv(context)
+        kv = F.linear(context, self.qkv_proj.weight[self.dim :], self._bias(1))
+        k, v = rearrange(kv, "b s (two h d) -> two b h s d", two=2, h=self.num_heads).unbind(0)
         if cache is not None:
             cache.set(k, v)
         return q, k, v
 
+    def _attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, rows: int
+    ) -> Tensor:
+        """softmax(q k^T / sqrt(Dh)) v on (n, H, T', Dh) queries (`rows` query rows grouped by
+        `_group_rows`), by the path that is fastest or that the caller needs."""
+        maps = _RECORDING.get().get(self)
+        if maps is not None:  # attention maps: the weights written out, per query row
+            out, weights = attention_reference(q, k, v, mask, is_causal)
+            maps.append(rearrange(weights, "n h (g t) s -> (n g) h t s", g=rows // q.shape[0]))
+            return out
+        if q.shape[2] <= FEW_QUERIES and not self.training:
+            # Decoding steps: a few queries per sequence. Three plain products beat the fused
+            # kernel here (about 8% of a beam search's time on the small bench preset).
+            return attention_reference(q, k, v, mask, is_causal)[0]
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0
+        )
+
 
 def _group_rows(q: Tensor, sequences: int) -> Tensor:
     """(g n, H, T, Dh) queries of g consecutive rows per sequence -> (n, H, g T, Dh)."""
-    rows, heads, t, head_dim = q.shape
+    rows = q.shape[0]
     if rows == sequences:
         return q
     if rows % sequences:
         raise ValueError(f"{rows} query rows cannot share {sequences} context sequences evenly")
-    g = rows // sequences
-    return q.view(sequences, g, heads, t, head_dim).transpose(1, 2).reshape(sequences, heads, g * t, -1)
-
-
-def _ungroup_rows(x: Tensor, rows: int, *, heads_last: bool = False) -> Tensor:
-    """Undo `_group_rows` on (n, H, g T, E): -> (rows, H, T, E), or (rows, T, H E) with
-    `heads_last` (heads merged for the output projection) in the same copy."""
-    n, heads, gt, e = x.shape
-    g = rows // n
-    x = x.view(n, heads, g, gt // g, e)
-    if heads_last:  # (n, H, g, T, E) -> (n, g, T, H, E)
-        return x.permute(0, 2, 3, 1, 4).reshape(rows, gt // g, heads * e)
-    return x.transpose(1, 2).reshape(rows, heads, gt // g, e)
+    return rearrange(q, "(n g) h t d -> n h (g t) d", n=sequences)
 
 
 # The attention modules being recorded, each with its list of weights; empty outside
 # `attention_maps`. A context variable rather than a flag on the modules: nothing to reset, and
-# a recording in one thread does not slow another.
-_RECORDING: ContextVar[dict[nn.Module, list[Tensor]]] = ContextVar("attention_maps", default={})
+# a recording in one thread does not slow another. The default is read-only: recordings set a
+# new mapping, never add to the one shared by every context.
+_RECORDING: ContextVar[Mapping[nn.Module, list[Tensor]]] = ContextVar(
+    "attention_maps", default=MappingProxyType({})
+)
 
 
 @contextmanager
