@@ -16,6 +16,7 @@ from typing import TypeVar
 import numpy as np
 
 from zoo.config import UserError
+from zoo.data.seeding import example_rng
 
 T = TypeVar("T")
 
@@ -60,7 +61,7 @@ def token_batches(
             f"example {over[0]} has {longest[over[0]]} tokens, more than the batch "
             f"budget data.max_tokens={max_tokens}: raise it or lower data.max_len"
         )
-    rng = np.random.default_rng([seed, epoch])
+    rng = example_rng(seed, epoch)  # the epoch's order stream
     tiebreak = rng.permutation(src.size) if shuffle else np.arange(src.size)
     order = np.lexsort((tiebreak, tgt, src, longest))  # the last key sorts first
     batches = _pack(order, longest[order], max_tokens)
