@@ -49,10 +49,11 @@ from torch import Tensor
 from zoo.config import UserError
 from zoo.data.batching import shard
 from zoo.data.documents import Document
+from zoo.data.seeding import example_rng
 
 IGNORE_INDEX = -100  # label of positions not predicted (Hugging Face's convention)
 NSP_CONTINUATION, NSP_RANDOM = 0, 1  # Hugging Face's next_sentence_label
-_PAIRS, _MASKS = 0, 1  # keep the pair and masking random streams apart
+_PAIRS, _MASKS = 0, 1  # zoo.data.seeding streams: keep pair drawing and masking apart
 
 
 class Vocabulary(Protocol):
@@ -173,7 +174,7 @@ def create_pairs(
     (a_start, a_end, b_start, b_end, nsp_label), token offsets into `corpus.tokens`."""
     if max_seq_length < 5:
         raise UserError(f"max_seq_length {max_seq_length} leaves no room for two segments")
-    rng = np.random.default_rng((seed, epoch, _PAIRS))
+    rng = example_rng(seed, epoch, stream=_PAIRS)
     pairs = [
         pair
         for document in range(corpus.num_documents)
@@ -311,7 +312,7 @@ class PretrainingExamples:
         ).astype(np.int64)
         segments = np.zeros_like(ids)
         segments[a_end - a_start + 2 :] = 1
-        rng = np.random.default_rng((self.seed, epoch, _MASKS, index))
+        rng = example_rng(self.seed, epoch, index, stream=_MASKS)
         inputs, labels = mask_tokens(
             ids,
             v,
