@@ -9,40 +9,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Subset
 
-from tasks.vit.config import ModelConfig, ViTConfig
+from tasks.vit.config import ViTConfig
+from tasks.vit.convert import load_pretrained
 from tasks.vit.data import ImageData, build_datasets, iterate
-from tasks.vit.transforms import BatchMixer, SeededTransform, eval_transform, example_seed, train_transform
+from tasks.vit.model import ViT, build_model
+from tasks.vit.transforms import MIX, BatchMixer, SeededTransform, eval_transform, train_transform
 from zoo.config import UserError
-from zoo.convert.timm_vit import load_pretrained
 from zoo.data.batching import shard
-from zoo.models.vit import ViT
+from zoo.data.seeding import example_generator, example_seed
 from zoo.train import RunContext, Term
-
-
-def build_model(cfg: ModelConfig, *, mean: tuple[float, ...], std: tuple[float, ...]) -> ViT:
-    """The ViT a config describes; `mean`/`std` come from the data (they live in the model)."""
-    return ViT(
-        image_size=cfg.image_size,
-        patch_size=cfg.patch_size,
-        in_chans=cfg.in_chans,
-        num_classes=cfg.num_classes,
-        dim=cfg.dim,
-        encoder_layers=cfg.encoder_layers,
-        num_heads=cfg.num_heads,
-        ffn_dim=cfg.ffn_dim,
-        pool=cfg.pool,
-        class_token=cfg.class_token,
-        bias=cfg.bias,
-        dropout=cfg.dropout,
-        attn_dropout=cfg.attn_dropout,
-        drop_path_rate=cfg.drop_path_rate,
-        mean=mean,
-        std=std,
-    )
-
-
-def num_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
 
 
 def soft_target_cross_entropy(logits: Tensor, targets: Tensor, *, smoothing: float = 0.0) -> Tensor:
@@ -127,9 +102,7 @@ class ViTTask:
         """This rank's shuffled full batches of augmented images with soft targets (B, K)."""
         rank, world_size = self.run.rank, self.run.world_size
         seed, size = self.cfg.train.seed, self.cfg.data.batch_size
-        order = torch.randperm(
-            len(self.train_set), generator=torch.Generator().manual_seed(example_seed(seed, epoch))
-        )
+        order = torch.randperm(len(self.train_set), generator=example_generator(seed, epoch))
         batches = order[: len(order) // size * size].view(-1, size).tolist()
         self.train_set.set_epoch(epoch)
         loader = DataLoader(
@@ -138,7 +111,8 @@ class ViTTask:
             num_workers=self.cfg.data.num_workers,
         )
         for index, (images, labels) in enumerate(iterate(loader), start=start):
-            yield self.mixer(images, labels, example_seed(seed, epoch, index, rank))
+            # The batch's global index (batches are dealt to ranks in turn, see shard).
+            yield self.mixer(images, labels, example_seed(seed, epoch, index * world_size + rank, stream=MIX))
 
     def units(self, batch: tuple[Tensor, Tensor]) -> dict[str, int]:
         return {"loss": len(batch[0])}

@@ -1,15 +1,15 @@
 """Image augmentation (torchvision transforms v2) made a pure function of (seed, epoch, index).
 
 torchvision's random transforms draw from torch's global generator. Each example is transformed
-under a generator seeded from (seed, epoch, index), and each batch mixed under one seeded from
-(seed, epoch, batch), so the augmented data does not depend on worker count, order of loading,
-or the training RNG: a resumed run sees exactly what an uninterrupted one would.
+under it seeded from (seed, epoch, index), and each batch mixed under it seeded from (seed,
+epoch, global batch index), by zoo.data.seeding, so the augmented data does not depend on worker
+count, order of loading, or the training RNG: a resumed run sees exactly what an uninterrupted
+one would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,34 +18,12 @@ from torch.utils.data import Dataset
 from torchvision.transforms import v2
 
 from tasks.vit.config import DataConfig
+from zoo.data.seeding import example_seed, seeded
 
 # Centre crop fraction for evaluation at ImageNet-like sizes (timm's default crop_pct).
 CROP_FRACTION = 0.875
-_MASK = (1 << 63) - 1
-
-
-def example_seed(*parts: int) -> int:
-    """A 63-bit seed mixed from integers (seed, epoch, index) by a 64-bit multiplicative hash."""
-    value = 0
-    for part in parts:
-        value = ((value ^ part) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E5B) & _MASK
-    return value
-
-
-@contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Run the block with torch's default CPU generator seeded, then restore its state.
-
-    The generator is used directly: `torch.manual_seed` and `fork_rng` also visit every
-    accelerator backend and cost about a millisecond, more than a small image's transform.
-    """
-    generator = torch.default_generator
-    state = generator.get_state()
-    generator.manual_seed(seed)
-    try:
-        yield
-    finally:
-        generator.set_state(state)
+# zoo.data.seeding streams (the epoch's order is stream 0): an image's augmentation, a batch's mix.
+AUGMENT, MIX = 1, 2
 
 
 def train_transform(cfg: DataConfig, image_size: int) -> v2.Compose:
@@ -96,7 +74,7 @@ class SeededTransform(Dataset):
 
     def __getitem__(self, index: int) -> tuple[Tensor, int]:
         image, label = self.dataset[index]
-        with seeded(example_seed(self.seed, self.epoch, index)):
+        with seeded(example_seed(self.seed, self.epoch, index, stream=AUGMENT)):
             return self.transform(image), int(label)
 
 
@@ -117,6 +95,7 @@ class BatchMixer:
         self.mix = v2.RandomChoice(mixers) if mixers else None
 
     def __call__(self, images: Tensor, labels: Tensor, seed: int) -> tuple[Tensor, Tensor]:
+        """Mix a batch under `seed` (zoo.data.seeding.example_seed of the batch, stream MIX)."""
         with seeded(seed):
             if self.mix is not None and torch.rand(()).item() < self.prob:
                 return self.mix(images, labels)
