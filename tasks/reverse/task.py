@@ -1,5 +1,6 @@
-"""Reverse-the-sequence: src = x, target = reversed(x). Data is generated from (seed, epoch,
-batch), so any batch can be regenerated exactly (resume) and split across ranks (DDP)."""
+"""Reverse-the-sequence: src = x, target = reversed(x). Each batch is generated from its own
+stream of (seed, epoch, batch) (zoo.data.seeding), so any batch can be regenerated exactly
+(resume) and split across ranks (DDP)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from torch import nn
 
 from tasks.reverse.config import ReverseConfig
 from zoo.config import UserError
+from zoo.data.seeding import example_generator
 from zoo.data.seq2seq import Ids, Seq2SeqBatch, SequencePairs
 from zoo.data.special import SPECIAL_IDS
 from zoo.models import build_model
@@ -18,6 +20,7 @@ from zoo.train import RunContext, Term, label_smoothed_cross_entropy
 
 PAD = SPECIAL_IDS.pad
 FIRST_SYMBOL = SPECIAL_IDS.reserved
+PAIRS = 1  # the zoo.data.seeding stream of the training pairs
 
 
 def make_pairs(size: int, cfg: ReverseConfig, generator: torch.Generator) -> SequencePairs:
@@ -56,8 +59,8 @@ class ReverseTask:
         d, rank = self.cfg.data, self.run.rank  # every rank draws the global batch, keeps its rows
         per_rank = d.batch_size // self.run.world_size
         for index in range(start, d.batches_per_epoch):
-            seed = (self.cfg.train.seed * 1_000_003 + epoch) * 1_000_003 + index
-            pairs = make_pairs(d.batch_size, self.cfg, torch.Generator().manual_seed(seed))
+            generator = example_generator(self.cfg.train.seed, epoch, index, stream=PAIRS)
+            pairs = make_pairs(d.batch_size, self.cfg, generator)
             yield pairs.collate(np.arange(rank * per_rank, (rank + 1) * per_rank), SPECIAL_IDS)
 
     def units(self, batch: Seq2SeqBatch) -> dict[str, int]:
