@@ -29,11 +29,13 @@ from tasks.parsing.spans import tree_spans
 from tasks.parsing.trees import SPLITS, clean, is_phrase, load_trees, read_mrg, split_files
 from zoo.config import UserError
 from zoo.data.paths import resolve_data_dir
+from zoo.data.seeding import example_rng
 from zoo.data.special import SPECIAL_IDS
 
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]  # in SPECIAL_IDS order
 SAMPLE_PATH = "ptb-sample/combined"
 VOCAB_ARTIFACT = "vocab.json"  # the file name of the vocabulary inside checkpoints
+UNK_STREAM = 1  # the zoo.data.seeding stream of a training tree's <unk> replacement
 
 
 def load_treebank(cfg: DataConfig) -> dict[str, list[Tree]]:
@@ -272,13 +274,17 @@ def seq2seq_pieces(sentences: list[list[str]], vocab: Vocab) -> tuple[Tensor, ..
 
 
 def replace_rare(
-    examples: list[Encoded], rare: set[int], prob: float, generator: torch.Generator
+    examples: list[Encoded], indices: list[int], rare: set[int], prob: float, *, seed: int, epoch: int
 ) -> list[list[int]]:
-    """Word ids with each rare word replaced by <unk> with probability `prob`."""
+    """Word ids with each rare word replaced by <unk> with probability `prob`, drawn from the
+    stream of the example's index in the epoch's data (zoo.data.seeding), whatever its batch."""
     out = []
-    for ex in examples:
-        draws = torch.rand(len(ex.word_ids), generator=generator).tolist()
-        out.append([SPECIAL_IDS.unk if w in rare and d < prob else w for w, d in zip(ex.word_ids, draws)])
+    for ex, index in zip(examples, indices):
+        ids = list(ex.word_ids)
+        if prob > 0 and any(w in rare for w in ids):
+            draws = example_rng(seed, epoch, index, stream=UNK_STREAM).random(len(ids)).tolist()
+            ids = [SPECIAL_IDS.unk if w in rare and d < prob else w for w, d in zip(ids, draws)]
+        out.append(ids)
     return out
 
 

@@ -272,12 +272,16 @@ class ParsingTask:
             *self._lengths(self.examples), self.cfg.data.max_tokens, seed=self.cfg.train.seed, epoch=epoch
         )
         mine = shard(batches, self.run.rank, self.run.world_size)
-        for index in range(start, len(mine)):
-            examples = [self.examples[i] for i in mine[index]]
-            generator = torch.Generator().manual_seed(
-                hash((self.cfg.train.seed, epoch, index, self.run.rank)) % 2**63
+        for indices in mine[start:]:
+            examples = [self.examples[i] for i in indices]
+            word_ids = replace_rare(
+                examples,
+                indices.tolist(),
+                self.rare,
+                self.cfg.data.unk_prob,
+                seed=self.cfg.train.seed,
+                epoch=epoch,
             )
-            word_ids = replace_rare(examples, self.rare, self.cfg.data.unk_prob, generator)
             yield collate(self.cfg.model.kind, examples, self.vocab, word_ids)
 
     def units(self, batch: ChartBatch | Seq2SeqBatch) -> dict[str, int]:
