@@ -148,20 +148,23 @@ def parse_cli(
     default_config: str | Path | None,
     description: str,
     positional: tuple[str, ...] = (),
+    recipe: bool = True,
 ) -> T:
     """`[POSITIONAL ...] [--config FILE] [--key.sub=value | --key.sub value | --flag ...]` -> config.
 
     `positional` names the keys that leading bare arguments fill (a run directory, say); a
-    bare `--flag` means `--flag=true`; hyphens in option names read as underscores. `--help` lists every option with its default and help.
+    bare `--flag` means `--flag=true`; hyphens in option names read as underscores. `--help`
+    lists every option with its default and help. `recipe=False`: options, not a recipe, so
+    there is no `--config` file.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         names = " ".join(k.upper() for k in positional)
         print(description)
-        print(
-            f"\nusage: {names + ' ' if names else ''}[--config FILE] [--key.sub=value ...]\n"
-            f"  --config  recipe YAML (default: {default_config or 'none: the built-in defaults'})"
-        )
+        config = "[--config FILE] " if recipe else ""
+        print(f"\nusage: {names + ' ' if names else ''}{config}[--key=value ...]")
+        if recipe:
+            print(f"  --config  recipe YAML (default: {default_config or 'none: the built-in defaults'})")
         if positional:
             print(f"  {names}: the same as --{'=... --'.join(positional)}=...")
         print("\noptions:")
@@ -174,12 +177,12 @@ def parse_cli(
     while i < len(argv):
         arg = argv[i]
         following = argv[i + 1] if i + 1 < len(argv) else None
-        if arg in ("--config", "-c"):
+        if recipe and arg in ("--config", "-c"):
             if following is None:
                 raise ConfigError("--config needs a file name")
             path, i = following, i + 2
             continue
-        if arg.startswith("--config="):
+        if recipe and arg.startswith("--config="):
             path = arg.split("=", 1)[1]
         elif not arg.startswith("-") and "=" not in arg and fill:
             rest.append(f"{fill.pop(0)}={arg}")

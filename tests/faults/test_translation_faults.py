@@ -21,8 +21,8 @@ from zoo.train.checkpoint import load_checkpoint
 # length limit. Prints the number of decoder steps on stderr.
 NEVER_EOS = f"""
 import runpy, sys
-from tasks.translation import inference
-build, steps = inference.build_translation_model, []
+from tasks.translation import spec
+build, steps = spec.build_translation_model, []
 def never_eos(module, args, logits):
     steps.append(1)
     logits[..., {SPECIAL_IDS.eos}] = float("-inf")
@@ -31,7 +31,7 @@ def patched(cfg, tokenizer):
     model = build(cfg, tokenizer)
     model.output.register_forward_hook(never_eos)
     return model
-inference.build_translation_model = patched
+spec.build_translation_model = patched
 sys.argv = ["translate"] + sys.argv[1:]
 try:
     runpy.run_module("tasks.translation.translate", run_name="__main__")

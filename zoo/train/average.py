@@ -1,7 +1,7 @@
 """Checkpoint averaging, for any task (the paper: the base model uses the average of the last 5
 checkpoints, written at 10-minute intervals; the big model the last 20).
 
-    python -m zoo.train.average RUN [--last 5] [--output RUN/averaged.pt]
+    python -m zoo average TASK RUN [--last 5] [--output RUN/averaged.pt]
 
 The result loads like any checkpoint (`--checkpoint averaged` in the evaluation CLIs).
 
@@ -13,13 +13,11 @@ state dict, since their mean is meaningless.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from torch import Tensor
 
-from zoo.cli import main_guard
-from zoo.config import UserError, parse_cli
+from zoo.config import UserError
 from zoo.train.checkpoint import ema_weights, load_checkpoint, save_atomic, step_checkpoints
 
 
@@ -70,8 +68,11 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Tensor]:
 CARRIED_KEYS = ("config", "schema", "artifacts", "step", "metrics")
 
 
-def average_run(run_dir: Path, last: int, output: Path) -> list[Path]:
-    """Write the average of the newest `last` step checkpoints of `run_dir` to `output`."""
+def average_run(run_dir: Path, last: int, output: Path, *, schema: str = "") -> list[Path]:
+    """Write the average of the newest `last` step checkpoints of `run_dir` to `output`.
+
+    schema: the config class the run must have been trained with ('' = any task's run).
+    """
     found = step_checkpoints(run_dir / "checkpoints")
     if len(found) < last:
         raise UserError(
@@ -79,6 +80,8 @@ def average_run(run_dir: Path, last: int, output: Path) -> list[Path]:
         )
     paths = found[-last:]
     newest = load_checkpoint(paths[-1])
+    if schema and newest.get("schema", schema) != schema:
+        raise UserError(f"{paths[-1]}: a checkpoint of {newest['schema']}, not of {schema}")
     state = {key: newest[key] for key in CARRIED_KEYS if key in newest}
     state["model"] = average_checkpoints(paths)
     state["averaged_from"] = [p.name for p in paths]
@@ -86,27 +89,7 @@ def average_run(run_dir: Path, last: int, output: Path) -> list[Path]:
     return paths
 
 
-@dataclass
-class AverageConfig:
-    run: str = field(default="", metadata={"help": "run directory (holding checkpoints/step_*.pt)"})
-    last: int = field(default=5, metadata={"help": "how many of the newest step checkpoints to average"})
-    output: str = field(
-        default="", metadata={"help": "output file ('' = RUN/averaged.pt, where --checkpoint averaged looks)"}
-    )
+if __name__ == "__main__":  # the command users had before the shared verbs
+    from zoo.verbs.commands import average_any_task
 
-
-@main_guard
-def main(argv: list[str] | None = None) -> None:
-    args = parse_cli(AverageConfig, argv, default_config=None, description=__doc__, positional=("run",))
-    if not args.run:
-        raise UserError("give the run directory: python -m zoo.train.average RUN")
-    if args.last < 1:
-        raise UserError(f"key 'last': must be at least 1, not {args.last}")
-    run = Path(args.run)
-    output = Path(args.output) if args.output else run / "averaged.pt"
-    paths = average_run(run, args.last, output)
-    print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {output}")
-
-
-if __name__ == "__main__":
-    main()
+    average_any_task()

@@ -6,10 +6,10 @@ import pytest
 
 from tasks.translation import export
 from tasks.translation.config import TranslationConfig
-from tasks.translation.inference import TrainedModelOptions, load_translator
+from tasks.translation.spec import TranslationOptions, TranslationSpec
 from tasks.translation.task import TranslationTask, translate_ids
 from zoo.config import load_config
-from zoo.train import evaluation, fit
+from zoo.train import evaluation, fit, load_trained
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="the export needs ctranslate2 (pip install ctranslate2)"
@@ -62,8 +62,9 @@ def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam):
     exported = export.main(
         [str(run), "--format", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", "last"]
     )
-    translator = load_translator(TrainedModelOptions(run=str(run), checkpoint="last"))
-    tokenizer, decode = translator.tokenizer, replace(translator.cfg.decode, alpha=0.0)
+    trained = load_trained(run, TranslationConfig, which="last")
+    translator = TranslationSpec().load([trained], TranslationOptions(run=str(run)))
+    tokenizer, decode = translator.tokenizer, replace(translator.decode, alpha=0.0)
     sources = [task.data.split("test").pairs.src.row(i) for i in range(SENTENCES)]
     with evaluation(translator.model) as model:
         ours = translate_ids(model, sources, decode, beam_size=beam, max_tokens=4096)

@@ -115,33 +115,27 @@ def test_evaluate_cli_refuses_a_negative_patience(trained_run, capsys):
     assert "patience" in capsys.readouterr().err
 
 
-def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
+def test_translate_and_attention_read_stdin_from_a_lone_checkpoint(trained_run, tmp_path):
     """From a lone checkpoint file: the vocabulary travels inside it."""
     out, task, _ = trained_run
-    sources = task.data.test.sources[:3]
+    sources = "\n".join(task.data.test.sources[:3]) + "\n"
     png = tmp_path / "attention.png"
     lone = tmp_path / "elsewhere" / "model.pt"
     lone.parent.mkdir()
     shutil.copy(sorted((out / "checkpoints").glob("step_*.pt"))[-1], lone)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tasks.translation.translate",
-            str(lone),
-            "--beam_size",
-            "2",
-            "--plot_attention",
-            str(png),
-        ],
-        input="\n".join(sources) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 3 and all(lines)
+    outputs = []
+    for command in (
+        ["-m", "tasks.translation.translate", str(lone), "--beam_size", "2"],
+        ["-m", "zoo", "attention", "translation", str(lone), "--beam_size", "2", "--output", str(png)],
+    ):
+        proc = subprocess.run(
+            [sys.executable, *command], input=sources, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout.splitlines())
+    translations, drawn = outputs
+    assert len(translations) == 3 and all(translations)
+    assert drawn == translations[:1]  # attention prints the translation of the sentence it drew
     assert png.stat().st_size > 10_000
 
 
@@ -174,7 +168,6 @@ def test_translate_cli_reads_stdin_and_plots_attention(trained_run, tmp_path):
                 "--output",
                 "--max_tokens",
                 "--truncate",
-                "--plot_attention",
             ],
         ),
     ],

@@ -1,0 +1,195 @@
+"""The verbs themselves, each a function of (spec, argv). They own everything that is the same
+for every task: parsing the one option set, loading through `load_trained`, threads, device and
+precision, reading inputs, writing outputs, --json."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from zoo.cli import main_guard
+from zoo.config import UserError, parse_cli
+from zoo.train import evaluation, fit, load_trained
+from zoo.train.average import average_run
+from zoo.train.checkpoint import schema_name
+from zoo.verbs.io import check_readable, check_writable, input_lines, write_directory, write_text
+from zoo.verbs.options import VerbOptions
+from zoo.verbs.spec import Loaded, TaskSpec, Unsupported
+
+# RUN, then (export, average, predict) where the result goes: `export translation RUN OUT`.
+POSITIONAL = ("run", "output")
+# Options the task CLIs spelled differently before the shared verbs: still read, with a note.
+RENAMED = {"out": "output", "eval_limit": "limit", "eval_batch_size": "batch_size"}
+
+
+def renamed(argv: list[str]) -> list[str]:
+    out = []
+    for arg in argv:
+        key, sep, value = arg[2:].replace("-", "_").partition("=")
+        if arg.startswith("--") and key in RENAMED:
+            print(f"note: --{key} is now --{RENAMED[key]}", file=sys.stderr)
+            arg = f"--{RENAMED[key]}{sep}{value}"
+        out.append(arg)
+    return out
+
+
+def train(spec: TaskSpec, argv: list[str]) -> Any:
+    """Train `spec`'s model with the runner from a recipe and dotted overrides."""
+    # Progress goes to stdout beside the runner's; stderr is kept for the one line of an error.
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    doc = f"python -m zoo train {spec.name} [--config FILE] [--key.sub=value ...]: {spec.description}"
+    cfg = parse_cli(spec.config, argv, default_config=spec.default_recipe, description=doc)
+    task = spec.runner_task(cfg)
+    result = fit(cfg, task)
+    if result.run.is_main:
+        spec.after_training(cfg, task, result)
+    return result
+
+
+def _options(spec: TaskSpec, verb: str, argv: list[str]) -> VerbOptions:
+    doc = f"python -m zoo {verb} {spec.name} RUN [--option=value ...]: {VERB_HELP[verb]}"
+    options = parse_cli(spec.options, renamed(argv), default_config=None, description=doc,
+                        positional=POSITIONAL, recipe=False)  # fmt: skip
+    if not options.run:
+        raise UserError(f"name a run directory or checkpoint file: python -m zoo {verb} {spec.name} RUN")
+    if options.ensemble and not spec.ensemble:
+        raise Unsupported(f"{spec.name}: --ensemble is not available for this task")
+    if options.threads:
+        torch.set_num_threads(options.threads)
+    return options
+
+
+def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
+    """Every run named (RUN, then the --ensemble ones) through the one loader."""
+    overrides = spec.recipe_overrides(options)
+    runs = [options.run, *options.ensemble_runs]
+    trained = [load_trained(run, spec.config, which=options.checkpoint, overrides=overrides) for run in runs]
+    return spec.load(trained, options)
+
+
+def _report(options: VerbOptions, record: dict, summary: str) -> None:
+    """The human line on stdout, or with --json the record on stdout and the line on stderr."""
+    if options.json:
+        print(summary, file=sys.stderr)
+        print(json.dumps(record))
+    else:
+        print(summary)
+
+
+def evaluate(spec: TaskSpec, argv: list[str]) -> dict:
+    """Score a split of the run's data; the record also lands in RUN/eval_<split>.json."""
+    options = _options(spec, "evaluate", argv)
+    check_writable(options.output, "output")
+    loaded = _load(spec, options)
+    with evaluation(loaded.model, loaded.precision):
+        result = spec.evaluate(loaded, options)
+    if options.output:
+        write_text(options.output, "\n".join(result.outputs) + ("\n" if result.outputs else ""))
+    trained = loaded.trained
+    record = {
+        "task": spec.name,
+        "checkpoint": str(trained.path),
+        "step": trained.step,
+        "ema": trained.ema,
+        "split": options.split,
+        **result.metrics,
+    }
+    if options.ensemble:
+        record["ensemble"] = [options.run, *options.ensemble_runs]
+    if trained.run_dir.is_dir() and not options.limit and not options.ensemble:
+        (trained.run_dir / f"eval_{options.split}.json").write_text(json.dumps(record, indent=2) + "\n")
+    _report(options, record, result.summary)
+    return record
+
+
+def predict(spec: TaskSpec, argv: list[str]) -> list[str]:
+    """One output line per input line (a file or stdin) to a file or stdout."""
+    options = _options(spec, "predict", argv)
+    check_writable(options.output, "output")
+    check_readable(options.input, "input")
+    loaded = _load(spec, options)  # before stdin: a wrong RUN is told at once, not after the input
+    lines = input_lines(options.input, limit=options.limit)
+    with evaluation(loaded.model, loaded.precision):
+        outputs = spec.predict(loaded, lines, options) if lines else []
+    if options.json:
+        text = "".join(json.dumps({"input": i, "output": o}) + "\n" for i, o in zip(lines, outputs))
+    else:
+        text = "".join(line + "\n" for line in outputs)
+    write_text(options.output, text)
+    return outputs
+
+
+def attention(spec: TaskSpec, argv: list[str]) -> Path:
+    """Draw the model's attention for the first input (a held-out example without one)."""
+    options = _options(spec, "attention", argv)
+    check_writable(options.output, "output")
+    check_readable(options.input, "input")
+    loaded = _load(spec, options)
+    use_default = not options.input and sys.stdin.isatty()
+    lines = spec.default_input() if use_default else input_lines(options.input, limit=options.limit)
+    if not lines:
+        raise UserError("attention: no input (give --input FILE or lines on stdin)")
+    output = Path(options.output) if options.output else loaded.trained.run_dir / "attention.png"
+    with evaluation(loaded.model, loaded.precision):
+        what = spec.attention(loaded, lines, output, options)
+    print(f"{what} drawn in {output}", file=sys.stderr)
+    return output
+
+
+def export(spec: TaskSpec, argv: list[str]) -> Path:
+    """Write the trained model in a foreign format (the task's `export_formats`)."""
+    options = _options(spec, "export", argv)
+    if not spec.export_formats:
+        raise Unsupported(f"{spec.name}: no export format")
+    fmt = options.format or spec.export_formats[0]
+    if fmt not in spec.export_formats:
+        raise UserError(f"--format {fmt!r}: {spec.name} exports to {', '.join(spec.export_formats)}")
+    if not options.output:
+        raise UserError(f"name the output directory: python -m zoo export {spec.name} RUN --output DIR")
+    output = Path(options.output)
+    if output.exists() and not options.force:  # before loading: the check costs nothing
+        raise UserError(f"{output} exists: choose another --output or pass --force to replace it")
+    loaded = _load(spec, options)
+    write_directory(output, lambda staging: spec.export(loaded, fmt, staging, options), force=options.force)
+    print(f"exported {loaded.trained.path} as {fmt} to {output}", file=sys.stderr)
+    return output
+
+
+def average(spec: TaskSpec, argv: list[str]) -> Path:
+    """Average the newest --last step checkpoints of a run (the paper: 5 for base, 20 for big)."""
+    return _average(_options(spec, "average", argv), spec)
+
+
+@main_guard
+def average_any_task(argv: list[str] | None = None) -> Path:
+    """`python -m zoo.train.average RUN`: the same, for a run of any task."""
+    doc = "python -m zoo.train.average RUN [--last N] [--output FILE]: " + VERB_HELP["average"]
+    options = parse_cli(VerbOptions, argv, default_config=None, description=doc, positional=POSITIONAL,
+                        recipe=False)  # fmt: skip
+    return _average(options, None)
+
+
+def _average(options: VerbOptions, spec: TaskSpec | None) -> Path:
+    run = Path(options.run)
+    if not run.is_dir():
+        raise UserError(f"average needs a run directory, not {run}")
+    output = Path(options.output) if options.output else run / "averaged.pt"
+    check_writable(str(output), "output")
+    paths = average_run(run, options.last, output, schema=schema_name(spec.config) if spec else "")
+    print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {output}")
+    print(f"evaluate it: python -m zoo evaluate {spec.name if spec else 'TASK'} {run} --checkpoint averaged")
+    return output
+
+
+VERB_HELP = {
+    "evaluate": "score a split of the run's data",
+    "predict": "run the model on inputs, one per line, from --input or stdin",
+    "attention": "draw the model's attention for the first input",
+    "export": "write the trained model in a foreign format",
+    "average": "average the newest step checkpoints into RUN/averaged.pt",
+}

@@ -1,0 +1,81 @@
+"""The one option set of the shared verbs (evaluate, predict, export, attention, average).
+
+Every task answers the same names for the same thing; a task adds its own knobs (a beam width,
+a number of images) by subclassing `VerbOptions` in its spec. Names are written with underscores,
+as the recipe keys they sit beside (`--train.max_steps`) and Hugging Face's example scripts
+spell them; dashes are accepted too (`--batch-size`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from zoo.config import Invalid
+
+# One name for the validation split in every task; the names other codebases use are accepted.
+SPLITS = ("train", "valid", "test")
+SPLIT_ALIASES = {"dev": "valid", "validation": "valid", "val": "valid"}
+CHECKPOINTS = ("best", "last", "averaged")
+
+
+@dataclass
+class VerbOptions:
+    """What every verb that runs a trained model may be asked. A verb ignores none silently:
+    one that an option means nothing to (say `--split` for predict) is simply not reading it."""
+
+    run: str = field(default="", metadata={"help": "a run directory, or a checkpoint file (required)"})
+    checkpoint: str = field(
+        default="best",
+        metadata={"help": "best | last | averaged (written by the average verb) | a checkpoint file"},
+    )
+    device: str = field(default="cpu", metadata={"help": "cpu | cuda | cuda:N"})
+    precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as the run trained)"})
+    threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = torch's default)"})
+    batch_size: int = field(default=0, metadata={"help": "items per batch (0 = the task's default batching)"})
+    data_dir: str = field(
+        default="", metadata={"help": "data directory ('' = the recipe's, else $ZOO_DATA_DIR)"}
+    )
+    split: str = field(default="test", metadata={"help": "evaluate: train | valid | test (dev = valid)"})
+    input: str = field(
+        default="", metadata={"help": "predict, attention: a file of inputs, one per line ('' = stdin)"}
+    )
+    output: str = field(
+        default="",
+        metadata={
+            "help": "evaluate: a file for the split's outputs; predict: a file ('' = stdout); "
+            "attention: the PNG; export: the directory; average: the file ('' = RUN/averaged.pt)"
+        },
+    )
+    limit: int = field(default=0, metadata={"help": "only the first N items (0 = all)"})
+    json: bool = field(
+        default=False, metadata={"help": "print machine-readable results on stdout (prose goes to stderr)"}
+    )
+    ensemble: str = field(
+        default="", metadata={"help": "more runs to combine with RUN, separated by ':' (where the task can)"}
+    )
+    format: str = field(default="", metadata={"help": "export: the format ('' = the task's first)"})
+    force: bool = field(default=False, metadata={"help": "export: replace an existing output directory"})
+    last: int = field(default=5, metadata={"help": "average: how many of the newest step checkpoints"})
+
+    def check(self) -> None:
+        self.split = SPLIT_ALIASES.get(self.split, self.split)
+        if self.split not in SPLITS:
+            raise Invalid("split", f"must be one of {', '.join(SPLITS)}, not {self.split!r}")
+        if self.precision not in ("", "fp32", "bf16"):
+            raise Invalid("precision", f"must be fp32 or bf16, not {self.precision!r}")
+        kind, _, index = self.device.partition(":")
+        if kind not in ("cpu", "cuda") or (index and not (kind == "cuda" and index.isdigit())):
+            raise Invalid("device", f"must be cpu, cuda or cuda:N, not {self.device!r}")
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise Invalid("device", "cuda was asked for but no CUDA device is visible")
+        for key in ("threads", "batch_size", "limit"):
+            if getattr(self, key) < 0:
+                raise Invalid(key, f"must be at least 0, not {getattr(self, key)}")
+        if self.last < 1:
+            raise Invalid("last", f"must be at least 1, not {self.last}")
+
+    @property
+    def ensemble_runs(self) -> list[str]:
+        return [run for run in self.ensemble.split(":") if run]
