@@ -1,0 +1,98 @@
+"""The shared verbs over the registry: every task answers every verb's --help with the same
+option names, and a tiny run of every task goes train -> evaluate -> predict -> export ->
+attention -> average through the real command line, as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from zoo.verbs.cli import run_verb
+from zoo.verbs.options import VerbOptions
+from zoo.verbs.registry import get_spec, task_names
+
+SHARED = [f"--{name}=" for name in VerbOptions.__dataclass_fields__]
+QUIET = ["--train.progress=false", "--train.tensorboard=false", "--train.threads=1"]
+
+
+@dataclass
+class Tiny:
+    """A run of the task in seconds: recipe overrides (it saves at steps 2 and 4), and one input
+    line for predict and attention (a function of the test's folder, for tasks that read files)."""
+
+    train: list[str]
+    sample: Callable[[Path], str]
+
+
+TINY = {
+    "translation": Tiny(
+        [
+            "--data.synthetic_train=300", "--data.synthetic_valid=10", "--data.synthetic_test=10",
+            "--data.vocab_size=200", "--data.max_tokens=256", "--model.dim=32", "--model.ffn_dim=64",
+            "--model.num_heads=2", "--model.encoder_layers=1", "--model.decoder_layers=1",
+            "--decode.beam_size=1",
+        ],
+        lambda _: "Julia built my farmer.",
+    ),
+}  # fmt: skip
+
+
+def zoo(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "zoo", *args], input=input, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_every_task_is_tested_here():
+    assert set(task_names()) == set(TINY)
+
+
+@pytest.mark.parametrize("verb", ["evaluate", "predict", "attention", "export", "average"])
+@pytest.mark.parametrize("task", sorted(TINY))
+def test_every_verb_of_every_task_lists_the_shared_options(task, verb, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_verb(get_spec(task), verb, ["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert [option for option in SHARED if f"  {option}" not in text] == []
+
+
+@pytest.mark.parametrize("task", sorted(TINY))
+def test_a_tiny_run_goes_through_every_verb(task, tmp_path):
+    tiny, run = TINY[task], tmp_path / "run"
+    steps = ["--train.max_steps=4", "--train.save_every=2", "--train.keep_last=3", "--train.eval_every=0"]
+    trained = zoo("train", task, *QUIET, *tiny.train, *steps, f"--train.out_dir={run}")
+    assert trained.returncode == 0, trained.stderr
+
+    evaluated = zoo("evaluate", task, str(run), "--checkpoint=last", "--threads=1", "--limit=4", "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    record = json.loads(evaluated.stdout)
+    assert record["task"] == task and record["split"] == "test" and record["step"] == 4
+
+    sample = tiny.sample(tmp_path)
+    predicted = zoo("predict", task, str(run), "--checkpoint=last", "--json", input=sample + "\n")
+    assert predicted.returncode == 0, predicted.stderr
+    assert json.loads(predicted.stdout)["input"] == sample
+
+    exported = zoo("export", task, str(run), "--checkpoint=last", f"--output={tmp_path / 'exported'}")
+    if get_spec(task).export_formats:
+        assert exported.returncode == 0, exported.stderr
+        assert any((tmp_path / "exported").iterdir())
+    else:  # refused in one line, exit 2
+        assert exported.returncode == 2 and exported.stderr.count("\n") == 1, exported.stderr
+
+    png = tmp_path / "attention.png"
+    drawn = zoo("attention", task, str(run), "--checkpoint=last", f"--output={png}", input=sample + "\n")
+    assert drawn.returncode == 0, drawn.stderr
+    assert png.stat().st_size > 1000
+
+    averaged = zoo("average", task, str(run), "--last=2")
+    assert averaged.returncode == 0, averaged.stderr
+    again = zoo("evaluate", task, str(run), "--checkpoint=averaged", "--limit=2", "--json")
+    assert again.returncode == 0, again.stderr
