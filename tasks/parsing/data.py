@@ -2,11 +2,8 @@
 
 Vocabularies are built from the training trees only and travel inside every checkpoint
 (`Vocab.to_json`), so a trained run parses without the treebank. Words and characters share
-zoo's special ids (padding, unknown, BOS, EOS); the chart parser reads each sentence between BOS
-and EOS (its fenceposts come from their neighbours), the seq2seq parser reads it followed by
-EOS and writes BOS + tree symbols + EOS.
-
-Shape key: B sentences, T longest input with its markers, C longest word in characters.
+zoo's special ids (padding, unknown, BOS, EOS). What each parser makes of them, its batches, is
+in tasks/parsing/chart/batches.py and tasks/parsing/seq2seq/batches.py.
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ from pathlib import Path
 import torch
 from nltk import Tree
 from nltk.tokenize import TreebankWordTokenizer
-from torch import Tensor
 
 from tasks.parsing.config import DataConfig
 from tasks.parsing.grammar import grammar_treebank
@@ -197,82 +193,6 @@ def encode(tree: Tree, vocab: Vocab) -> Encoded:
     )
 
 
-def pad_rows(rows: list[list[int]], value: int = SPECIAL_IDS.pad) -> Tensor:
-    """Right-padded (B, longest) long tensor."""
-    out = torch.full((len(rows), max(map(len, rows))), value, dtype=torch.long)
-    for r, row in enumerate(rows):
-        out[r, : len(row)] = torch.tensor(row, dtype=torch.long)
-    return out
-
-
-@dataclass
-class ChartInput:
-    """words (B, T) BOS + ids + EOS, padded; chars (B, T, C); lengths (B,) words per sentence;
-    with a BERT, pieces (B, P) and the piece each position reads, first (B, T) (tasks.parsing.pieces)."""
-
-    words: Tensor
-    chars: Tensor
-    lengths: Tensor
-    pieces: Tensor | None = None
-    first: Tensor | None = None
-
-    def model_inputs(self, device: torch.device | None = None) -> tuple[Tensor | None, ...]:
-        """The arguments of ChartParser.forward."""
-        return tuple(
-            None if x is None else x.to(device) for x in (self.words, self.chars, self.pieces, self.first)
-        )
-
-
-def chart_input(
-    sentences: list[list[str]], vocab: Vocab, word_ids: list[list[int]] | None = None
-) -> ChartInput:
-    """The chart parser's input for tokenised sentences (word ids may be given, e.g. with <unk>s)."""
-    ids = word_ids or [vocab.word_ids(s) for s in sentences]
-    words = pad_rows([[SPECIAL_IDS.bos, *row, SPECIAL_IDS.eos] for row in ids])
-    spelled = [
-        [[SPECIAL_IDS.bos]] + [vocab.char_ids(w) or [SPECIAL_IDS.unk] for w in s] + [[SPECIAL_IDS.eos]]
-        for s in sentences
-    ]
-    chars = torch.full(
-        (*words.shape, max(len(c) for s in spelled for c in s)), SPECIAL_IDS.pad, dtype=torch.long
-    )
-    for b, sentence in enumerate(spelled):
-        for t, word in enumerate(sentence):
-            chars[b, t, : len(word)] = torch.tensor(word)
-    pieces = vocab.pieces.batch(sentences) if vocab.pieces else (None, None)
-    return ChartInput(words, chars, torch.tensor([len(s) for s in sentences]), *pieces)
-
-
-@dataclass
-class ChartBatch:
-    """A chart training batch: input, gold tags (B, n) (-100 at padding) and gold spans."""
-
-    input: ChartInput
-    tags: Tensor
-    spans: list[list[tuple[int, int, int]]]
-
-
-@dataclass
-class Seq2SeqBatch:
-    """src (B, S) word ids + EOS; tgt_in (B, T) BOS + symbols; tgt_out (B, T) symbols + EOS;
-    with a BERT, its inputs (pieces (B, P), first (B, S)) (`seq2seq_pieces`), else ()."""
-
-    src: Tensor
-    tgt_in: Tensor
-    tgt_out: Tensor
-    words: int
-    encoder_inputs: tuple[Tensor, ...] = ()
-
-
-def seq2seq_pieces(sentences: list[list[str]], vocab: Vocab) -> tuple[Tensor, ...]:
-    """The seq2seq parser's BERT inputs: pieces (B, P) and the piece each of the words and EOS
-    reads, first (B, S) (its source has no BOS); () without a BERT."""
-    if vocab.pieces is None:
-        return ()
-    pieces, first = vocab.pieces.batch(sentences)
-    return pieces, first[:, 1:]
-
-
 def replace_rare(
     examples: list[Encoded], indices: list[int], rare: set[int], prob: float, *, seed: int, epoch: int
 ) -> list[list[int]]:
@@ -286,21 +206,3 @@ def replace_rare(
             ids = [SPECIAL_IDS.unk if w in rare and d < prob else w for w, d in zip(ids, draws)]
         out.append(ids)
     return out
-
-
-def collate(
-    kind: str, examples: list[Encoded], vocab: Vocab, word_ids: list[list[int]]
-) -> ChartBatch | Seq2SeqBatch:
-    if kind == "chart":
-        tags = pad_rows([ex.tag_ids for ex in examples], value=-100)
-        return ChartBatch(
-            chart_input([ex.words for ex in examples], vocab, word_ids), tags, [ex.spans for ex in examples]
-        )
-    eos, bos = SPECIAL_IDS.eos, SPECIAL_IDS.bos
-    return Seq2SeqBatch(
-        pad_rows([row + [eos] for row in word_ids]),
-        pad_rows([[bos] + ex.symbol_ids for ex in examples]),
-        pad_rows([ex.symbol_ids + [eos] for ex in examples]),
-        sum(len(ex.words) for ex in examples),
-        seq2seq_pieces([ex.words for ex in examples], vocab),
-    )

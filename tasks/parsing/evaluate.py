@@ -16,6 +16,7 @@ from pathlib import Path
 from tasks.parsing.data import load_treebank
 from tasks.parsing.evalb import report
 from tasks.parsing.inference import TrainedParserOptions, load_parser
+from tasks.parsing.parsers import parser_for
 from tasks.parsing.task import score_trees
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
@@ -31,7 +32,8 @@ class EvaluateOptions(TrainedParserOptions):
     out: str = field(
         default="",
         metadata={
-            "help": "folder for the tree files and scores ('' = RUN/eval, or RUN/eval-ensembleN for N parsers)"
+            "help": "folder for the tree files and scores ('' = RUN/eval, or RUN/eval-ensembleN for N "
+            "parsers)"
         },
     )
     limit: int = field(
@@ -74,8 +76,8 @@ def main(argv: list[str] | None = None) -> dict:
         "ensemble": [str(m.path) for m in parser.members] if n > 1 else None,
         "split": options.split,
         "sentences": len(gold),
-        **scored.metrics(tags=cfg.model.kind == "chart"),
-        "beam_size": cfg.decode.beam_size if cfg.model.kind == "seq2seq" else None,
+        **scored.metrics(tags=parser_for(cfg).predicts_tags),
+        "beam_size": parser_for(cfg).beam_size(cfg),
         "seconds": round(seconds, 2),
         "sentences_per_s": round(len(gold) / seconds, 2),
         "device": options.device,

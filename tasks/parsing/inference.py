@@ -9,16 +9,22 @@ from torch import nn
 
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import VOCAB_ARTIFACT, Vocab
-from tasks.parsing.model import ChartEnsemble, build_model
+from tasks.parsing.parsers import build_model, parser_for
 from zoo.config import Invalid, UserError
 from zoo.train import Trained, load_trained
-from zoo.train.options import InferenceOptions
 
 
 @dataclass
-class TrainedParserOptions(InferenceOptions):
+class TrainedParserOptions:
     """What every CLI that runs a trained parser asks."""
 
+    run: str = field(default="", metadata={"help": "a run directory, or a checkpoint file (required)"})
+    checkpoint: str = field(
+        default="best",
+        metadata={"help": "best | last | averaged (python -m zoo.train.average RUN) | a checkpoint file"},
+    )
+    device: str = field(default="cpu", metadata={"help": "cpu | cuda | cuda:N"})
+    precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as the run trained)"})
     beam_size: int = field(
         default=0, metadata={"help": "seq2seq beam width (0 = the recipe's decode.beam_size)"}
     )
@@ -33,7 +39,13 @@ class TrainedParserOptions(InferenceOptions):
     )
 
     def check(self) -> None:
-        super().check()
+        if self.precision not in ("", "fp32", "bf16"):
+            raise Invalid("precision", f"must be fp32 or bf16, not {self.precision!r}")
+        kind, _, index = self.device.partition(":")
+        if kind not in ("cpu", "cuda") or (index and not (kind == "cuda" and index.isdigit())):
+            raise Invalid("device", f"must be cpu, cuda or cuda:N, not {self.device!r}")
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise Invalid("device", "cuda was asked for but no CUDA device is visible")
         for key in ("beam_size", "threads"):
             if getattr(self, key) < 0:
                 raise Invalid(key, f"must be at least 0 (0 = the default), not {getattr(self, key)}")
@@ -54,7 +66,8 @@ class Parser:
 
 def load_parser(options: TrainedParserOptions, overrides: list[str] | None = None) -> Parser:
     """The model (EMA weights when the run kept them) and the vocabulary saved in its checkpoint;
-    with `options.ensemble`, a ChartEnsemble of RUN's parser and those runs'."""
+    with `options.ensemble`, RUN's parser and those runs' as one (chart parsers only).
+    Weights saved under older names are renamed first (the parser's `rename_old_keys`)."""
     if not options.run:
         raise UserError("RUN: give the run directory (or a checkpoint file) of tasks.parsing.train")
     if options.threads:
@@ -70,7 +83,8 @@ def load_parser(options: TrainedParserOptions, overrides: list[str] | None = Non
     ]
     models = []
     for member in members:
-        if len(members) > 1 and member.cfg.model.kind != "chart":
+        parser = parser_for(member.cfg)
+        if len(members) > 1 and parser.ensemble is None:
             raise UserError(
                 f"--ensemble: {member.path} holds a {member.cfg.model.kind} parser; "
                 "ensembles are of chart parsers only"
@@ -80,10 +94,11 @@ def load_parser(options: TrainedParserOptions, overrides: list[str] | None = Non
                 f"--ensemble: {member.path} was trained with another treebank vocabulary than "
                 f"{trained.path} (another training set or BERT)"
             )
-        models.append(member.load_into(build_model(member.cfg.model, vocab)))
+        member.weights = parser.rename_old_keys(member.weights)
+        models.append(member.load_into(build_model(member.cfg, vocab)))
     # The ensemble parses what every member can (sentences longer are reported, left unparsed).
     trained.cfg.model.max_len = min(m.cfg.model.max_len for m in members)
-    model = models[0] if len(models) == 1 else ChartEnsemble(models)
+    model = models[0] if len(models) == 1 else parser_for(trained.cfg).ensemble(models)
     return Parser(
         model.to(torch.device(options.device)),
         vocab,

@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 from nltk import Tree
 
-from tasks.parsing.data import chart_input, treebank_tokens
+from tasks.parsing.chart.batches import chart_input
+from tasks.parsing.data import treebank_tokens
 from tasks.parsing.draw import plot_span_scores, plot_tree
 from tasks.parsing.inference import Parser, TrainedParserOptions, load_parser
 from tasks.parsing.linearize import linearize

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from tasks.parsing.data import treebank_tokens
 from tasks.parsing.inference import Parser, TrainedParserOptions, load_parser
+from tasks.parsing.parsers import parser_for
 from tasks.parsing.task import parse, too_long
 from zoo.atomic import atomic_open
 from zoo.cli import main_guard
@@ -82,7 +83,7 @@ def unlabeled_sentences(options: SilverOptions, parser: Parser) -> Iterator[list
 def main(argv: list[str] | None = None) -> int:
     options = parse_cli(SilverOptions, argv, default_config=None, description=__doc__, positional=("run",))
     parser = load_parser(options)
-    if parser.cfg.model.kind != "chart":
+    if not parser_for(parser.cfg).predicts_tags:
         raise UserError(
             f"{options.run}: a {parser.cfg.model.kind} parser; silver trees need the part-of-speech "
             "tags only the chart parser predicts"

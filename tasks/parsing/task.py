@@ -1,134 +1,43 @@
 """Constituency parsing as a runner Task, and the parsing that evaluation and the CLIs share.
 
-Chart parser loss (Kitaev & Klein, 2018): the hinge max(0, max_T [s(T) + cost(T)] - s(T*)),
-where cost is the Hamming loss (one per span whose label differs from the gold label of that
-span, "" for spans that are no gold constituent). The maximising tree is found by CKY on the
-span scores plus the cost (loss-augmented decoding), summed per sentence; its units are
-sentences. Its tagger adds a cross-entropy per word. Seq2seq parser loss: label-smoothed
-cross-entropy per tree symbol, as the paper trains translation.
-
-Trees for scoring: the chart parser's own predicted tags; the seq2seq parser predicts XX for
-every word, so for EVALB (which deletes punctuation by each tree's own tags) its leaves get the
-gold tags; EVALB does not score tags, so this only decides which words are punctuation.
+The losses, batches and parsing of each parser are its own (tasks/parsing/chart/task.py,
+tasks/parsing/seq2seq/task.py); this module picks one by the recipe (tasks.parsing.parsers).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 from nltk import Tree
-from torch import Tensor, nn
-from torch.nn import functional as F
+from torch import nn
 
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import (
     VOCAB_ARTIFACT,
-    ChartBatch,
     Encoded,
-    Seq2SeqBatch,
     Vocab,
-    chart_input,
-    collate,
     encode,
     load_treebank,
     read_extra_trees,
     replace_rare,
-    seq2seq_pieces,
 )
 from tasks.parsing.evalb import EvalbResult, evalb
-from tasks.parsing.linearize import allowed_next, delinearize
-from tasks.parsing.model import build_model
+from tasks.parsing.parsers import build_model, parser_for
 from tasks.parsing.pieces import BertSpec
-from tasks.parsing.spans import spans_tree
 from zoo.convert.hf_bert import load_hf_bert
 from zoo.data.batching import shard, token_batches
-from zoo.data.special import SPECIAL_IDS
-from zoo.decode import BoundInputs, beam_search, decode_sorted, greedy_search
-from zoo.decode.cky import cky, span_sum
-from zoo.decode.state import max_lengths
 from zoo.train import RunContext, Term
-
-
-def forbid_empty_root(scores: Tensor, lengths: Tensor) -> Tensor:
-    """The whole sentence must be a constituent: the empty label of span (0, n) scores -inf."""
-    root = torch.zeros_like(scores, dtype=torch.bool)
-    root[torch.arange(len(lengths)), 0, lengths, 0] = True
-    return scores.masked_fill(root, float("-inf"))
-
-
-def hinge_loss(scores: Tensor, gold: list[list[tuple[int, int, int]]], lengths: Tensor) -> Tensor:
-    """Summed over sentences: max(0, best loss-augmented tree score - gold tree score)."""
-    labels = torch.zeros(scores.shape[:-1], dtype=torch.long, device=scores.device)
-    for b, spans in enumerate(gold):
-        for i, j, label in spans:
-            labels[b, i, j] = label
-    cost = torch.ones_like(scores).scatter_(-1, labels[..., None], 0.0)
-    predicted = cky(forbid_empty_root(scores + cost, lengths), lengths)
-    return F.relu(predicted.scores - span_sum(scores, gold)).sum()
 
 
 def too_long(words: list[str], cfg: ParsingConfig, vocab: Vocab) -> bool:
     """More words than the model's position table holds (with the markers, or the shortest tree),
     or more WordPieces than its BERT's."""
-    extra = 2 if cfg.model.kind == "chart" else 3  # BOS/EOS; or '(X' + ')X' + EOS on the target side
+    extra = parser_for(cfg).markers
     pieces = vocab.pieces is not None and vocab.pieces.length(words) > vocab.pieces.max_len
     return pieces or len(words) + extra > cfg.model.max_len
-
-
-def chart_parse(model: nn.Module, vocab: Vocab, sentences: list[list[str]], max_tokens: int) -> list[Tree]:
-    device = next(model.parameters()).device
-    lengths = [len(s) + 2 for s in sentences]
-    trees: list[Tree] = [None] * len(sentences)  # type: ignore[list-item]  # all filled below
-    for indices in token_batches(lengths, lengths, max(max_tokens, max(lengths)), shuffle=False):
-        batch = [sentences[i] for i in indices]
-        x = chart_input(batch, vocab)
-        scores, tag_logits = model(*x.model_inputs(device))
-        result = cky(forbid_empty_root(scores.float(), x.lengths.to(device)), x.lengths)
-        for i, words, spans, tags in zip(
-            indices.tolist(), batch, result.spans, tag_logits.argmax(-1).tolist()
-        ):
-            labelled = [(s, e, vocab.labels[label]) for s, e, label in spans]
-            trees[i] = spans_tree(labelled, words, [vocab.tags[t] for t in tags[: len(words)]])
-    return trees
-
-
-def seq2seq_parse(
-    model: nn.Module,
-    vocab: Vocab,
-    sentences: list[list[str]],
-    cfg: ParsingConfig,
-    *,
-    beam_size: int,
-    max_tokens: int,
-    tags: list[list[str]] | None = None,
-) -> list[Tree]:
-    d, symbols = cfg.decode, vocab.bracket_symbols()
-
-    def search(src: Tensor, positions: Tensor):
-        words = (src != SPECIAL_IDS.pad).sum(dim=1) - 1  # without the EOS
-        limits = max_lengths(src, SPECIAL_IDS.pad, d.max_len_a, d.max_len_b, cap=model.max_len - 1)
-
-        def allowed(rows: Tensor, prefixes: Tensor) -> Tensor:
-            return allowed_next(prefixes, words[rows], limits[rows], symbols)
-
-        options = dict(
-            special=SPECIAL_IDS, max_len_a=d.max_len_a, max_len_b=d.max_len_b, allowed_tokens=allowed
-        )
-        inputs = seq2seq_pieces([sentences[i] for i in positions.tolist()], vocab)
-        bound = BoundInputs(model, *(x.to(src.device) for x in inputs)) if inputs else model
-        if beam_size == 1:
-            return greedy_search(bound, src, **options)
-        return beam_search(bound, src, beam_size=beam_size, alpha=d.alpha, **options)
-
-    outputs = decode_sorted(
-        model, [vocab.word_ids(s) for s in sentences], search, special=SPECIAL_IDS, max_tokens=max_tokens
-    )
-    return [
-        delinearize([vocab.symbols[i] for i in out], words, tags[k] if tags else None)
-        for k, (out, words) in enumerate(zip(outputs, sentences))
-    ]
 
 
 def parse(
@@ -164,10 +73,8 @@ def parse(
     ]
     chosen = [sentences[k] for k in keep]
     max_tokens = cfg.decode.max_tokens or cfg.data.max_tokens
-    if chosen and cfg.model.kind == "chart":
-        parsed = chart_parse(model, vocab, chosen, max_tokens)
-    elif chosen:
-        parsed = seq2seq_parse(
+    if chosen:
+        parsed = parser_for(cfg).parse(
             model,
             vocab,
             chosen,
@@ -176,8 +83,8 @@ def parse(
             max_tokens=max_tokens,
             tags=[tags[k] for k in keep] if tags else None,
         )
-    for k, tree in zip(keep, parsed if chosen else []):
-        trees[k] = tree
+        for k, tree in zip(keep, parsed):
+            trees[k] = tree
     return trees
 
 
@@ -193,7 +100,7 @@ def score_trees(
 
 
 class ParsingTask:
-    """The runner's Task for both parser kinds.
+    """The runner's Task for either parser (`model.kind`).
 
     Args:
         cfg: the recipe.
@@ -204,6 +111,7 @@ class ParsingTask:
 
     def __init__(self, cfg: ParsingConfig, treebank: dict[str, list[Tree]] | None = None) -> None:
         self.cfg, self.treebank = cfg, treebank
+        self.parser = parser_for(cfg)
 
     def setup(self, run: RunContext) -> None:
         self.run = run
@@ -256,18 +164,17 @@ class ParsingTask:
         return {VOCAB_ARTIFACT: self.vocab.to_json()}
 
     def build_model(self) -> nn.Module:
-        model = build_model(self.cfg.model, self.vocab)
+        model = build_model(self.cfg, self.vocab)
         if self.bert is not None:  # the pretrained weights; everything else starts fresh
-            model.bert.embeddings.load_state_dict(self.bert.model.embeddings.state_dict())
-            model.bert.encoder.load_state_dict(self.bert.model.encoder.state_dict())
+            reader = bert_of(model)
+            reader.embeddings.load_state_dict(self.bert.model.embeddings.state_dict())
+            reader.encoder.load_state_dict(self.bert.model.encoder.state_dict())
         return model
 
     def _lengths(self, examples: list[Encoded]) -> tuple[list[int], list[int]]:
-        words = [len(ex.words) + (2 if self.cfg.model.kind == "chart" else 1) for ex in examples]
-        targets = words if self.cfg.model.kind == "chart" else [len(ex.symbol_ids) + 1 for ex in examples]
-        return words, targets
+        return self.parser.lengths(examples)
 
-    def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[ChartBatch | Seq2SeqBatch]:
+    def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Any]:
         batches = token_batches(
             *self._lengths(self.examples), self.cfg.data.max_tokens, seed=self.cfg.train.seed, epoch=epoch
         )
@@ -282,34 +189,23 @@ class ParsingTask:
                 seed=self.cfg.train.seed,
                 epoch=epoch,
             )
-            yield collate(self.cfg.model.kind, examples, self.vocab, word_ids)
+            yield self.parser.collate(examples, self.vocab, word_ids)
 
-    def units(self, batch: ChartBatch | Seq2SeqBatch) -> dict[str, int]:
-        if isinstance(batch, ChartBatch):
-            words = int(batch.input.lengths.sum())
-            return {"span": len(batch.spans), "tag": words, "words": words}
-        return {"loss": int((batch.tgt_out != SPECIAL_IDS.pad).sum()), "words": batch.words}
+    def units(self, batch: Any) -> dict[str, int]:
+        return self.parser.units(batch)
 
-    def train_step(self, model: nn.Module, batch: ChartBatch | Seq2SeqBatch) -> dict[str, Term]:
-        if isinstance(batch, Seq2SeqBatch):
-            sums = model(
-                batch.src,
-                batch.tgt_in,
-                batch.tgt_out,
-                smoothing=self.cfg.label_smoothing,
-                encoder_inputs=batch.encoder_inputs,
-            )
-            return {"loss": Term(sums.loss, {"nll": sums.nll})}
-        scores, tag_logits = model(*batch.input.model_inputs())
-        lengths = batch.input.lengths
-        tag = F.cross_entropy(tag_logits.float().flatten(0, 1), batch.tags.flatten(), reduction="sum")
-        correct = ((tag_logits.argmax(-1) == batch.tags) & (batch.tags >= 0)).sum()
-        span = hinge_loss(scores.float(), batch.spans, lengths)
-        return {"span": Term(span), "tag": Term(self.cfg.tag_weight * tag, {"acc": correct})}
+    def train_step(self, model: nn.Module, batch: Any) -> dict[str, Term]:
+        return self.parser.loss(self.cfg, model, batch)
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         """EVALB on the dev split (seq2seq: with decode.eval_beam_size)."""
         result, _ = score_trees(
             model, self.vocab, self.treebank["dev"], self.cfg, beam_size=self.cfg.decode.eval_beam_size
         )
-        return result.metrics(tags=self.cfg.model.kind == "chart")
+        return result.metrics(tags=self.parser.predicts_tags)
+
+
+def bert_of(model: nn.Module) -> nn.Module:
+    """The BertReader inside either parser: the chart parser's `bert`, or the seq2seq parser's
+    source embedding's."""
+    return model.bert if hasattr(model, "bert") else model.src_embed.bert

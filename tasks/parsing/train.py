@@ -35,10 +35,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     with evaluation(result.model, result.run.precision) as model:
         scored, _ = score_trees(model, task.vocab, task.treebank["test"], cfg)
-    metrics = scored.metrics(tags=cfg.model.kind == "chart")
+    metrics = scored.metrics(tags=task.parser.predicts_tags)
     (result.run_dir / "test.json").write_text(json.dumps({"step": result.step, **metrics}, indent=2) + "\n")
     print(report(scored).split("\n-- len")[0])
-    beam = f", beam {cfg.decode.beam_size}" if cfg.model.kind == "seq2seq" else ""
+    beam_size = task.parser.beam_size(cfg)
+    beam = f", beam {beam_size}" if beam_size else ""
     print(
         f"\ntest ({cfg.data.source}, {len(task.treebank['test'])} trees, {cfg.model.kind} parser{beam}): "
         f"labeled F1 {metrics['f1']:.2f}, exact match {metrics['exact']:.2f}"

@@ -8,7 +8,7 @@ import pytest
 from nltk import Tree
 
 from tasks.parsing import train
-from tasks.parsing.config import DataConfig, ModelConfig, ParsingConfig
+from tasks.parsing.config import DataConfig, ParserModelConfig, ParsingConfig
 from tasks.parsing.grammar import grammar_treebank
 from zoo.train import OptimConfig, ScheduleConfig, TrainConfig
 
@@ -17,17 +17,9 @@ def tiny_config(kind: str, out_dir: str, steps: int) -> ParsingConfig:
     """One-layer parser, constant learning rate, no dropout and no <unk> replacement: a
     handful of trees can be learned by heart in seconds."""
     cfg = ParsingConfig()
-    cfg.model = ModelConfig(
-        kind=kind,
-        encoder_layers=1,
-        decoder_layers=1,
-        dim=64,
-        ffn_dim=128,
-        num_heads=2,
-        dropout=0.0,
-        char_dim=16,
-        label_hidden=64,
-        max_len=256,
+    own = dict(char_dim=16, label_hidden=64) if kind == "chart" else dict(decoder_layers=1)
+    cfg.model = ParserModelConfig(
+        kind=kind, encoder_layers=1, dim=64, ffn_dim=128, num_heads=2, dropout=0.0, max_len=256, **own
     )
     cfg.data = DataConfig(source="grammar", grammar_sizes=[8, 4, 4], max_tokens=400, unk_prob=0.0)
     cfg.decode.beam_size = 3

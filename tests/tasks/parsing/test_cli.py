@@ -12,8 +12,8 @@ import torch
 from nltk import Tree
 
 from tasks.parsing import evaluate, parse, train
+from tasks.parsing.chart.batches import chart_input
 from tasks.parsing.config import ParsingConfig
-from tasks.parsing.data import chart_input
 from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tests.tasks.parsing.conftest import tiny_chart_run
 from zoo.config import load_config

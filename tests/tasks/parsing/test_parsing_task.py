@@ -6,10 +6,12 @@ import pytest
 import torch
 from nltk import Tree
 
-from tasks.parsing.data import Vocab, chart_input
+from tasks.parsing.chart.batches import chart_input
+from tasks.parsing.chart.task import hinge_loss
+from tasks.parsing.data import Vocab
 from tasks.parsing.inference import TrainedParserOptions, load_parser
-from tasks.parsing.model import build_model
-from tasks.parsing.task import ParsingTask, hinge_loss, parse, score_trees
+from tasks.parsing.parsers import build_model
+from tasks.parsing.task import ParsingTask, parse, score_trees
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.decode.cky import cky
 from zoo.train import evaluation, fit
@@ -33,7 +35,7 @@ def test_constrained_search_of_an_untrained_model_gives_well_formed_trees(
     cfg = tiny_config("seq2seq", str(tmp_path), 1)
     vocab = Vocab.build(handful["train"])
     torch.manual_seed(0)
-    model = build_model(cfg.model, vocab)
+    model = build_model(cfg, vocab)
     sentences = [t.leaves() for t in handful["test"]] + [["unknown", "words", "here"], ["one"]]
     with evaluation(model) as m:
         trees = parse(m, vocab, sentences, cfg, beam_size=beam_size)
@@ -76,7 +78,7 @@ def test_too_long_sentence_is_reported_and_left_flat(handful, tmp_path, capsys, 
     cfg = tiny_config(kind, str(tmp_path), 1)
     cfg.model.max_len = 12
     vocab = Vocab.build(handful["train"])
-    model = build_model(cfg.model, vocab)
+    model = build_model(cfg, vocab)
     long = ["the"] * 11
     with evaluation(model) as m:
         trees = parse(m, vocab, [["the", "dog"], long], cfg, beam_size=2)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
-from tasks.parsing.data import chart_input, pad_rows, seq2seq_pieces
+from tasks.parsing.chart.batches import chart_input
 from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.pieces import BertSpec, WordPieces, unescape
-from tasks.parsing.task import ParsingTask, parse
+from tasks.parsing.seq2seq.batches import piece_source
+from tasks.parsing.seq2seq.model import rename_old_keys
+from tasks.parsing.task import ParsingTask, bert_of, parse
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.convert.hf_bert import LoadedBert, read_hf_directory, write_hf_directory
+from zoo.data.seq2seq import Ids, pad
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
@@ -59,7 +63,7 @@ def parser_with_bert(kind, handful, bert_dir, tmp_path):
     task.setup(run=None)
     model = task.build_model()
     for name, value in task.bert.model.encoder.state_dict().items():
-        assert torch.equal(model.bert.encoder.state_dict()[name], value), name
+        assert torch.equal(bert_of(model).encoder.state_dict()[name], value), name
     return model, task, handful["test"][0].leaves(), max((t.leaves() for t in handful["test"]), key=len)
 
 
@@ -73,9 +77,9 @@ def test_pretrained_lr_scale_slows_the_bert_alone(kind, handful, bert_dir, tmp_p
     optimizer = build_optimizer(model, cfg.optim)
     lr = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
     for name, param in model.named_parameters():
-        slow = name.startswith(("bert.embeddings.", "bert.encoder."))
+        slow = name.removeprefix("src_embed.").startswith(("bert.embeddings.", "bert.encoder."))
         assert lr[id(param)] == pytest.approx(cfg.optim.lr * (0.1 if slow else 1.0)), name
-    assert any(name.startswith("bert.encoder.") for name, _ in model.named_parameters())
+    assert any(".encoder." in name and "bert" in name for name, _ in model.named_parameters())
 
 
 def test_the_parser_starts_from_the_bert_and_a_sentence_scores_the_same_alone_or_batched(
@@ -98,17 +102,21 @@ def test_the_seq2seq_encoder_reads_the_bert_and_a_sentence_encodes_the_same_alon
 ) -> None:
     model, task, short, long = parser_with_bert("seq2seq", handful, bert_dir, tmp_path)
 
+    def source_ids(sentences):
+        rows = [task.vocab.word_ids(s) for s in sentences]
+        return pad(Ids.from_rows(rows), np.arange(len(rows)), SPECIAL_IDS.pad, last=SPECIAL_IDS.eos)
+
     def encode(sentences):
-        src = pad_rows([task.vocab.word_ids(s) + [SPECIAL_IDS.eos] for s in sentences])
-        return model.encode(src, *seq2seq_pieces(sentences, task.vocab))[0]
+        return model.encode(source_ids(sentences), piece_source(sentences, task.vocab))[0]
 
     with evaluation(model):
         alone = encode([short])
         torch.testing.assert_close(encode([long, short])[1, : len(short) + 1], alone[0], rtol=1e-5, atol=1e-5)
-        pieces, first = seq2seq_pieces([short], task.vocab)
-        pieces[0, first[0, 0]] = task.vocab.pieces.tokenizer.unk_id  # the first word's first piece
-        src = pad_rows([task.vocab.word_ids(short) + [SPECIAL_IDS.eos]])
-        assert not torch.allclose(model.encode(src, pieces, first)[0], alone)
+        source = piece_source([short], task.vocab)
+        unk = task.vocab.pieces.tokenizer.unk_id
+        source.pieces[0, source.first[0, 0]] = unk  # the first word's first piece
+        src = source_ids([short])
+        assert not torch.allclose(model.encode(src, source)[0], alone)
         with pytest.raises(ValueError, match="pieces"):
             model.encode(src)
 
@@ -143,3 +151,18 @@ def test_the_chart_parser_reads_a_bare_encoder_checkpoint(handful, bert_dir, tmp
     model, task, short, _ = parser_with_bert("chart", handful, bert_dir, tmp_path)  # encoder weights equal
     with evaluation(model) as m:
         assert parse(m, task.vocab, [short], task.cfg)[0].leaves() == short
+
+
+def test_seq2seq_weights_saved_under_the_old_names_load(handful, bert_dir, tmp_path) -> None:
+    """Before the BERT became a source embedding, the seq2seq parser held `bert.*` beside
+    `src_embed.*`: such weights are renamed at load and fill the model exactly."""
+    model, *_ = parser_with_bert("seq2seq", handful, bert_dir, tmp_path)
+    state = model.state_dict()
+    old = {
+        key.replace("src_embed.bert.", "bert.").replace("src_embed.words.", "src_embed."): value
+        for key, value in state.items()
+    }
+    assert any(key.startswith("bert.") for key in old)
+    renamed = rename_old_keys(old)
+    assert renamed.keys() == state.keys()
+    assert all(torch.equal(renamed[key], state[key]) for key in state)

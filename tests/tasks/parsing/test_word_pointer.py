@@ -8,7 +8,8 @@ import torch
 
 from tasks.parsing.data import Vocab
 from tasks.parsing.linearize import allowed_next
-from tasks.parsing.model import Seq2SeqParser, build_model
+from tasks.parsing.parsers import build_model
+from tasks.parsing.seq2seq.model import PointerTransformer
 from tasks.parsing.task import ParsingTask, score_trees
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.data.special import SPECIAL_IDS
@@ -17,12 +18,12 @@ from zoo.decode.state import max_lengths
 from zoo.train import evaluation, fit
 
 
-def pointer_model(handful, tmp_path) -> tuple[Seq2SeqParser, Vocab]:
+def pointer_model(handful, tmp_path) -> tuple[PointerTransformer, Vocab]:
     cfg = tiny_config("seq2seq", str(tmp_path), 1)
     cfg.model.word_pointer = True
     vocab = Vocab.build(handful["train"])
     torch.manual_seed(0)
-    return build_model(cfg.model, vocab).eval(), vocab
+    return build_model(cfg, vocab).eval(), vocab
 
 
 def test_each_decoder_input_reads_the_next_word_to_attach(handful, tmp_path) -> None:

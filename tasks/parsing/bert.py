@@ -1,0 +1,70 @@
+"""A pretrained BERT reading the sentence for either parser (Kitaev et al., 2019): its last layer
+at each word's first WordPiece (tasks.parsing.pieces), projected to the parser's width and added
+to the word's input; the BERT is fine-tuned with the parser, at its own learning rate if asked.
+
+Shape key: B sentences, P pieces, T positions that read a piece, D the parser's width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from zoo.config import Invalid
+from zoo.models.bert import Bert, build_bert
+
+
+@dataclass
+class ReaderConfig:
+    """The model options both parsers have: a pretrained BERT that reads the words too."""
+
+    pretrained: str = field(
+        default="",
+        metadata={
+            "help": "a pretrained BERT that reads the words too, fine-tuned with the parser "
+            "(Kitaev et al. 2019; seq2seq: added to the encoder's input): a Hugging Face BERT "
+            "directory or hub name (a tasks.bert run: python -m tasks.bert.export RUN DIR first) "
+            "('' = none); it is saved inside the parser's checkpoints"
+        },
+    )
+    pretrained_lr_scale: float = field(
+        default=1.0,
+        metadata={
+            "help": "the pretrained BERT's learning rate as a multiple of optim.lr (its embeddings and "
+            "layers; the projection into the parser trains at the full rate)"
+        },
+    )
+
+    def check(self) -> None:
+        if self.pretrained_lr_scale <= 0:
+            raise Invalid("pretrained_lr_scale", f"must be > 0, not {self.pretrained_lr_scale}")
+
+
+class BertReader(nn.Module):
+    """pieces (B, P), first (B, T) -> (B, T, D): a BERT's last layer at the given pieces,
+    projected. Holds the BERT's embeddings and encoder only (its heads have nothing to learn here)."""
+
+    def __init__(self, bert: Bert, dim: int, *, lr_scale: float = 1.0) -> None:
+        super().__init__()
+        self.embeddings, self.encoder, self.pad_id = bert.embeddings, bert.encoder, bert.pad_id
+        self.project = nn.Linear(bert.embeddings.tokens.weight.shape[1], dim)
+        self.lr_scale = lr_scale  # of the pretrained weights, not of the new projection
+
+    def forward(self, pieces: Tensor, first: Tensor) -> Tensor:
+        x = self.embeddings(pieces, torch.zeros_like(pieces))
+        h = self.encoder(x, pad_mask=(pieces != self.pad_id)[:, None, None, :])
+        return self.project(h.gather(1, first[..., None].expand(-1, -1, h.shape[-1])))
+
+    def lr_scales(self) -> dict[str, float]:
+        """zoo.train.optim's multipliers, by parameter-name prefix within the reader."""
+        return {} if self.lr_scale == 1.0 else {"embeddings.": self.lr_scale, "encoder.": self.lr_scale}
+
+
+def bert_reader(spec, dim: int, lr_scale: float = 1.0) -> BertReader | None:
+    """A freshly initialised reader for a `tasks.parsing.pieces.BertSpec` (its weights are loaded
+    from the pretrained model or the parser's checkpoint), or None without one."""
+    if spec is None:
+        return None
+    return BertReader(build_bert(spec.config, spec.vocab_size, spec.pad_id), dim, lr_scale=lr_scale)
