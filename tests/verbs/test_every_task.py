@@ -40,6 +40,8 @@ TINY = {
         ],
         lambda _: "Julia built my farmer.",
     ),
+    "bert": Tiny(["--model.num_layers=1", "--model.dim=32", "--model.num_heads=2", "--model.ffn_dim=64", "--model.max_len=64", "--data.synthetic_train=60", "--data.synthetic_valid=10", "--data.batch_size=8", "--schedule.warmup_steps=1"], lambda _: "the town lies on the banks of the [MASK] ."),
+    "reverse": Tiny(["--data.batch_size=8", "--data.valid_size=16"], lambda _: "3 1 4 1 5"),
 }  # fmt: skip
 
 
