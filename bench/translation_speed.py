@@ -354,10 +354,13 @@ def test_sources(run: str) -> tuple:
     """The translator of `run`, and the Multi30k test set (test_2016_flickr) from the data directory if present, else the
     run's own test split, encoded with its tokenizer, and the split's name."""
     from tasks.translation.data import load_pairs, split_names
-    from tasks.translation.inference import TrainedModelOptions, load_translator
+    from tasks.translation.config import TranslationConfig
+    from tasks.translation.spec import TranslationOptions, TranslationSpec
+    from zoo.train import load_trained
 
-    translator = load_translator(TrainedModelOptions(run=run, checkpoint="best"))
-    data = translator.cfg.data
+    trained = load_trained(run, TranslationConfig, which="best")
+    translator = TranslationSpec().load([trained], TranslationOptions(run=run))
+    data = translator.trained.cfg.data
     try:
         multi30k = type(data)(**{**asdict(data), "source": "multi30k"})
         pairs, name = list(load_pairs(multi30k, "test")), "multi30k " + split_names(multi30k)["test"]
@@ -376,7 +379,7 @@ def trained_decode(run: str):
     model, tokenizer = translator.model.eval(), translator.tokenizer
 
     def zoo(patience: float = 0.0):
-        decode = replace(translator.cfg.decode, alpha=ALPHA, patience=patience)
+        decode = replace(translator.trained.cfg.decode, alpha=ALPHA, patience=patience)
 
         def run() -> int:
             with torch.inference_mode():
@@ -394,7 +397,7 @@ def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
     translator, zoo, source_pieces, name = trained_decode(run)
     model, tokenizer = translator.model, translator.tokenizer
     pieces = tokenizer.pieces(range(tokenizer.vocab_size))
-    m = translator.cfg.model
+    m = translator.trained.cfg.model
     rows = {
         "test_set": name,
         "sentences": len(source_pieces),
