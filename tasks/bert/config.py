@@ -60,7 +60,7 @@ class DataConfig:
     vocab_size: int = field(
         default=30522,
         metadata={
-            "help": "WordPiece vocabulary to train (BERT: 30522; the built-in corpus uses its own words instead)"
+            "help": "WordPiece vocabulary to train (BERT: 30522; the built-in corpus uses its own words)"
         },
     )
     max_seq_length: int = field(

@@ -34,12 +34,18 @@ def _under_data_dir(cfg: DataConfig, path: str) -> Path:
 
 
 def load_documents(cfg: DataConfig, split: str) -> list[Document]:
-    """The training or validation documents of the recipe (`split`: train | valid)."""
+    """The training or validation documents of the recipe (`split`: train | valid), or for the
+    built-in corpus its test documents too (as many as the held-out ones, generated after them)."""
     if cfg.source not in SOURCES:
         raise UserError(f"key 'data.source': {cfg.source!r} is not one of {SOURCES}")
     if cfg.source == "synthetic":
-        documents = synthetic_documents(cfg.synthetic_train + cfg.synthetic_valid, cfg.synthetic_seed)
-        return documents[: cfg.synthetic_train] if split == "train" else documents[cfg.synthetic_train :]
+        train, valid = cfg.synthetic_train, cfg.synthetic_valid
+        documents = synthetic_documents(train + valid * (2 if split == "test" else 1), cfg.synthetic_seed)
+        return {"train": documents[:train], "valid": documents[train : train + valid]}.get(
+            split, documents[train + valid :]
+        )
+    if split == "test":
+        raise UserError(f"data.source={cfg.source} has no test documents of its own (WikiText is scored)")
     if cfg.source == "wikiextractor":
         files = wiki_files(_under_data_dir(cfg, cfg.path))
         unknown = set(cfg.valid) - {f.name for f in files}

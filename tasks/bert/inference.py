@@ -1,0 +1,108 @@
+"""What a trained BERT is asked outside training: the fillers of [MASK] (as the transformers
+`fill-mask` pipeline gives them) and the self-attention of every layer and head on a sentence or
+a pair. `loaded` is anything with a `model` (zoo.models.bert.Bert) and its `tokenizer`: the
+spec's loaded run or a zoo.convert.hf_bert.LoadedBert."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from torch import Tensor  # noqa: E402
+
+from zoo.blocks import attention_maps  # noqa: E402
+from zoo.config import UserError  # noqa: E402
+
+
+@torch.no_grad()
+def fill_mask(loaded: Any, text: str, top_k: int = 5) -> list[list[dict]]:
+    """Per [MASK] of `text`, its `top_k` fillers: {score, token, token_str, sequence}, where
+    sequence is the text with that [MASK] filled (the others left as they are)."""
+    tokenizer, model = loaded.tokenizer, loaded.model
+    ids = [tokenizer.cls_id, *tokenizer.encode(text), tokenizer.sep_id]
+    if len(ids) > model.max_len:
+        raise UserError(f"line of {len(ids)} tokens exceeds the model's {model.max_len}: {text[:60]!r}")
+    input_ids = torch.tensor([ids], device=next(model.parameters()).device)
+    masked = input_ids == tokenizer.mask_id
+    if not masked.any():
+        raise UserError(f"no [MASK] in {text[:60]!r}")
+    probabilities = model(input_ids, masked_positions=masked).mlm.float().softmax(dim=-1)
+    results = []
+    for position, probs in zip(masked[0].nonzero()[:, 0].tolist(), probabilities):
+        scores, tokens = probs.topk(min(top_k, len(probs)))
+        fillers = []
+        for score, token in zip(scores.tolist(), tokens.tolist()):
+            filled = list(ids)
+            filled[position] = token
+            fillers.append(
+                {
+                    "score": score,
+                    "token": token,
+                    "token_str": tokenizer.convert_ids_to_tokens([token])[0],
+                    "sequence": tokenizer.decode(filled),  # specials skipped
+                }
+            )
+        results.append(fillers)
+    return results
+
+
+def format_fillers(text: str, results: list[list[dict]]) -> str:
+    """The line, then per [MASK] its fillers, one per line: score, token, filled sequence."""
+    lines = [text]
+    for number, fillers in enumerate(results, 1):
+        if len(results) > 1:
+            lines.append(f"  [MASK] {number}:")
+        lines.extend(f"  {f['score']:.4f}  {f['token_str']:<15} {f['sequence']}" for f in fillers)
+    return "\n".join(lines)
+
+
+def pair_inputs(loaded: Any, text: str, text_b: str = "") -> tuple[Tensor, Tensor, list[str]]:
+    """ids (1, T), token types (1, T) and the tokens of [CLS] A [SEP] (B [SEP])."""
+    tok = loaded.tokenizer
+    a = [tok.cls_id, *tok.encode(text), tok.sep_id]
+    b = [*tok.encode(text_b), tok.sep_id] if text_b else []
+    if len(a) + len(b) > loaded.model.max_len:
+        raise UserError(f"{len(a) + len(b)} tokens exceed the model's {loaded.model.max_len}")
+    ids = torch.tensor([a + b])
+    types = torch.tensor([[0] * len(a) + [1] * len(b)])
+    return ids, types, tok.convert_ids_to_tokens(a + b)
+
+
+@torch.no_grad()
+def attention_weights(loaded: Any, ids: Tensor, types: Tensor) -> Tensor:
+    """(layers, heads, T, T) attention weights of one sequence, on the CPU in float32."""
+    model = loaded.model.eval()
+    device = next(model.parameters()).device
+    with attention_maps(model.encoder) as maps:
+        model(ids.to(device), types.to(device))
+    layers = range(len(model.encoder.layers))
+    return torch.stack([maps[f"layers.{i}.self_attn"][0][0].float().cpu() for i in layers])
+
+
+def plot_attention(weights: Tensor, tokens: list[str], path: Path, *, title: str) -> None:
+    """A layers x heads grid of heatmaps, tokens on the axes of the first column and last row."""
+    layers, heads, n, _ = weights.shape
+    cell = max(1.6, 0.16 * n)
+    fig, axes = plt.subplots(layers, heads, figsize=(cell * heads + 1, cell * layers + 1), squeeze=False)
+    for layer in range(layers):
+        for head in range(heads):
+            ax = axes[layer][head]
+            ax.imshow(weights[layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_xticks(range(n) if layer == layers - 1 else [])
+            ax.set_yticks(range(n) if head == 0 else [])
+            if layer == layers - 1:
+                ax.set_xticklabels(tokens, rotation=90, fontsize=6)
+                ax.set_xlabel(f"head {head + 1}")
+            if head == 0:
+                ax.set_yticklabels(tokens, fontsize=6)
+                ax.set_ylabel(f"layer {layer + 1}")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
