@@ -7,7 +7,8 @@ A step is what each library's users run: forward with both heads, MLM + NSP cros
 backward, AdamW as each library's training loop builds it (bench/optimizers.py: both take
 torch's fused kernel). Hugging Face computes the MLM logits at every position (`labels` = -100
 where not masked); zoo computes them only at the masked ones (and, as an ablation, everywhere).
-Batches look like pretraining batches: 128-token pairs, 10% of them shorter (padded), 15% of the tokens masked. Tokens/s count real
+Batches look like pretraining batches: 128-token pairs, 10% of them shorter (padded), 15% of the
+tokens masked. Tokens/s count real
 tokens; ratios are zoo / Hugging Face (target >= 1.2x), fp32 and bf16 autocast.
 Writes bench/results/bert_speed_PRESET.{json,md}.
 """
@@ -203,7 +204,8 @@ def main() -> None:
         f"Setup: {setup}. Pretraining steps (forward, MLM + NSP loss, backward, AdamW); "
         f"medians of {args.repeats} interleaved rounds, one round robin per precision.",
         "",
-        "| precision | zoo tokens/s | HF tokens/s | ratio (target >= 1.2x) | zoo, MLM head at every position |",
+        "| precision | zoo tokens/s | HF tokens/s | ratio (target >= 1.2x) "
+        "| zoo, MLM head at every position |",
         "|---|---|---|---|---|",
     ]
     for r in rows:

@@ -1,6 +1,7 @@
 """A validation metric of a run against wall time, as a PNG for the README and bench/results.
 
-    python -m bench.curve RUN [RUN2 ...] --metric bleu [--start EPOCH_SECONDS] [--test-label TEXT] --out FILE.png
+    python -m bench.curve RUN [RUN2 ...] --metric bleu [--start EPOCH_SECONDS] [--test-label TEXT] \
+        --out FILE.png
 
 Reads RUN/metrics.jsonl (the runner's log: every record has its wall-clock `time`). The x axis
 is minutes since `--start` (when the command was launched; default: the first logged record),

@@ -225,7 +225,7 @@ def markdown(result: dict) -> str:
         "",
         f"`{result['command']}`; torch {result['torch']}. Medians of {result['repeats']} interleaved "
         "rounds, one round robin per precision. MFU = counted model FLOPs / time / datasheet dense "
-        f"peak ({'unknown device' if not peaks else ', '.join(f'{k} {v / 1e12:.0f}' for k, v in peaks.items())} "
+        f"peak ({', '.join(f'{k} {v / 1e12:.0f}' for k, v in peaks.items()) or 'unknown device'} "
         f"TFLOP/s); measured ceiling here (8192^3 product): "
         f"{', '.join(f'{k} {v / 1e12:.0f}' for k, v in ceiling.items())} TFLOP/s.",
         "",
@@ -294,7 +294,8 @@ def main() -> None:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="write torch.profiler tables (bf16 training steps; fp32 beam search) to gpu_<bench>_profile.txt first",
+        help="write torch.profiler tables (bf16 training steps; fp32 beam search) to "
+        "gpu_<bench>_profile.txt first",
     )
     args = parser.parse_args()
     if not torch.cuda.is_available():

@@ -73,7 +73,8 @@ def main() -> None:
             step()
     path = "unfused" if args.unfused else "fused"
     report = (
-        f"{seconds:.3f} s/step, {path} loss ({batch} x {SOURCE_LEN + 1} target tokens, {args.threads} threads, "
+        f"{seconds:.3f} s/step, {path} loss ({batch} x {SOURCE_LEN + 1} target tokens, "
+        f"{args.threads} threads, "
         f"torch {torch.__version__})\n\n"
         + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20, max_name_column_width=60)
     )

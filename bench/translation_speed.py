@@ -174,7 +174,9 @@ def random_batch(p: Preset, rows: int) -> tuple[torch.Tensor, torch.Tensor, torc
     return src, tgt_in, tgt_out
 
 
-def autocast_step(step, precision: str, device: torch.device = torch.device("cpu")):
+def autocast_step(step, precision: str, device: torch.device | None = None):
+    device = device or torch.device("cpu")
+
     def run() -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
             step()
@@ -183,11 +185,12 @@ def autocast_step(step, precision: str, device: torch.device = torch.device("cpu
 
 
 def training_contenders(
-    p: Preset, device: torch.device = torch.device("cpu"), compiled: bool = False
+    p: Preset, device: torch.device | None = None, compiled: bool = False
 ) -> tuple[dict, int]:
     """zoo's and Marian's training steps named MODE/PRECISION/LIBRARY as in every peer bench
     (mode train+compile too when `compiled`), each synchronising a GPU, and the target tokens a
     step trains on."""
+    device = device or torch.device("cpu")
     src, tgt_in, tgt_out = (t.to(device) for t in random_batch(p, p.train_batch))
     torch.manual_seed(0)
     models = {
@@ -351,10 +354,11 @@ def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) ->
 
 
 def test_sources(run: str) -> tuple:
-    """The translator of `run`, and the Multi30k test set (test_2016_flickr) from the data directory if present, else the
+    """The translator of `run`, and the Multi30k test set (test_2016_flickr) from the data
+    directory if present, else the
     run's own test split, encoded with its tokenizer, and the split's name."""
-    from tasks.translation.data import load_pairs, split_names
     from tasks.translation.config import TranslationConfig
+    from tasks.translation.data import load_pairs, split_names
     from tasks.translation.spec import TranslationOptions, TranslationSpec
     from zoo.train import load_trained
 

@@ -5,7 +5,8 @@
 Training images/s (forward, cross-entropy, backward, AdamW step, each library's AdamW as its
 training script builds it), the same without the optimizer step (`fwd+bwd`: the models alone),
 and inference images/s, in fp32 and under bf16 autocast. Ratios are ours / timm (>= 1.0 means
-zoo is at least as fast); the target is >= 1.2x for training. `--compile` adds training rows with both models under
+zoo is at least as fast); the target is >= 1.2x for training. `--compile` adds training rows with
+both models under
 torch.compile (the runner's train.compile), in the same round robin. Writes
 bench/results/vit_speed.{json,md}.
 """

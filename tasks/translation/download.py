@@ -56,7 +56,7 @@ def _write_lines(path: Path, lines: Iterable[str]) -> int:
     tmp = path.with_name(path.name + ".part")
     count = 0
     with open(tmp, "w", encoding="utf-8", newline="\n") as out:
-        for count, line in enumerate(lines, start=1):
+        for count, line in enumerate(lines, start=1):  # noqa: B007 (the count is returned)
             out.write(line + "\n")
     os.replace(tmp, path)
     return count
@@ -92,7 +92,8 @@ def prepare_train(out: Path, archives: Path, *, keep_archives: bool = False) -> 
     try:
         with open(tmp["en"], "w", encoding="utf-8") as en, open(tmp["de"], "w", encoding="utf-8") as de:
             for path, (_, prefix) in zip(paths, TRAIN_CORPORA):
-                for count, (src, tgt) in enumerate(_corpus_pairs(path, prefix), start=count + 1):
+                # the count runs on across corpora and is read after the loop
+                for count, (src, tgt) in enumerate(_corpus_pairs(path, prefix), start=count + 1):  # noqa: B007, B020
                     en.write(src + "\n")
                     de.write(tgt + "\n")
                 log.info("%s: %d pairs so far", prefix, count)

@@ -1,4 +1,5 @@
-"""python -m tasks.translation.evaluate RUN [--option=value ...]: sacreBLEU and chrF of a trained model on a split
+"""python -m tasks.translation.evaluate RUN [--option=value ...]: sacreBLEU and chrF of a
+trained model on a split
 (the same as `python -m zoo evaluate translation`; `--help` lists the options)."""
 
 from tasks.translation.spec import TranslationSpec

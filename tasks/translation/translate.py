@@ -1,4 +1,5 @@
-"""python -m tasks.translation.translate RUN [--option=value ...]: translate sentences, one per line, from stdin or --input
+"""python -m tasks.translation.translate RUN [--option=value ...]: translate sentences, one per
+line, from stdin or --input
 (the same as `python -m zoo translate translation`; `--help` lists the options)."""
 
 from tasks.translation.spec import TranslationSpec

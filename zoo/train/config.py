@@ -32,7 +32,8 @@ class TrainConfig:
     resume: bool = field(
         default=True,
         metadata={
-            "help": "continue the run in out_dir from its newest valid checkpoint (false: move the old run aside into out_dir/replaced-TIME/ and start over)"
+            "help": "continue the run in out_dir from its newest valid checkpoint (false: move the "
+            "old run aside into out_dir/replaced-TIME/ and start over)"
         },
     )
     nan_policy: str = field(
@@ -50,7 +51,8 @@ class TrainConfig:
     init_from: str = field(
         default="",
         metadata={
-            "help": "start a new run from the model weights of this checkpoint file or run directory (its last step); optimizer, schedule and data order start afresh; ignored when resuming"
+            "help": "start a new run from the model weights of this checkpoint file or run directory "
+            "(its last step); optimizer, schedule and data order start afresh; ignored when resuming"
         },
     )
 
@@ -75,7 +77,8 @@ class ScheduleConfig:
     name: str = field(
         default="inverse_sqrt",
         metadata={
-            "help": "inverse_sqrt (the paper) | cosine | linear (BERT: warm-up, then linear decay to 0) | constant"
+            "help": "inverse_sqrt (the paper) | cosine | linear (BERT: warm-up, then linear decay "
+            "to 0) | constant"
         },
     )
     warmup_steps: int = field(default=4000, metadata={"help": "linear warm-up steps"})

@@ -36,7 +36,7 @@ def test_attention_scores_are_a_content_product_plus_a_position_product() -> Non
         }
 
         def project(which: int, part: str) -> torch.Tensor:
-            r = rows[part] + which * DIM
+            r = rows[part] + which * DIM  # noqa: B023 (called within this iteration)
             return x[..., parts[part]] @ full_w[r][:, parts[part]].T + bias[r]
 
         scores = sum(project(0, p) @ project(1, p).transpose(-2, -1) for p in "cp") / math.sqrt(dh)

@@ -37,7 +37,10 @@ def test_unshuffled_batches_are_sorted_and_greedy():
 
 def test_order_is_a_function_of_seed_and_epoch():
     src, tgt = random_lengths(6, 800, 30)
-    key = lambda seed, epoch: [b.tolist() for b in token_batches(src, tgt, 128, seed=seed, epoch=epoch)]
+
+    def key(seed, epoch):
+        return [b.tolist() for b in token_batches(src, tgt, 128, seed=seed, epoch=epoch)]
+
     assert key(0, 0) == key(0, 0)
     assert key(0, 0) != key(0, 1)
     assert key(0, 0) != key(1, 0)

@@ -99,7 +99,9 @@ def test_the_hook_sees_each_rows_sequence_and_generated_prefix(model, src):
 
 
 def test_at_the_length_limit_eos_wins_over_the_hook(model, src):
-    never_end = lambda sequences, prefixes: torch.arange(19) != EOS
+    def never_end(sequences, prefixes):
+        return torch.arange(19) != EOS
+
     out = greedy_search(
         model,
         src,
@@ -113,6 +115,8 @@ def test_at_the_length_limit_eos_wins_over_the_hook(model, src):
 
 
 def test_a_hook_that_allows_nothing_is_an_error(model, src):
-    nothing = lambda sequences, prefixes: torch.zeros(prefixes.shape[0], 19, dtype=torch.bool)
+    def nothing(sequences, prefixes):
+        return torch.zeros(prefixes.shape[0], 19, dtype=torch.bool)
+
     with pytest.raises(ValueError, match="no token"):
         greedy_search(model, src, allowed_tokens=nothing, **SPECIALS)

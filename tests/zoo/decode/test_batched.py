@@ -16,7 +16,10 @@ def random_sources(n: int, seed: int = 0) -> list[list[int]]:
 
 def test_sorted_batches_give_each_source_its_own_hypothesis_in_input_order(model):
     sources = random_sources(17)
-    search = lambda src, positions: greedy_search(model, src, max_len_b=6, **SPECIALS)
+
+    def search(src, positions):
+        return greedy_search(model, src, max_len_b=6, **SPECIALS)
+
     batched = decode_sorted(model, sources, search, special=SPECIAL_IDS, max_tokens=30)
     alone = [
         greedy_search(model, torch.tensor([s + [SPECIAL_IDS.eos]]), max_len_b=6, **SPECIALS).best()[0]
@@ -45,7 +48,9 @@ def test_the_search_receives_each_rows_input_position(model):
 
 
 def test_lengths_limits_and_the_position_table(model):
-    search = lambda src, positions: greedy_search(model, src, **SPECIALS)
+    def search(src, positions):
+        return greedy_search(model, src, **SPECIALS)
+
     assert decode_sorted(model, [], search, special=SPECIAL_IDS, max_tokens=8) == []
     with pytest.raises(UserError, match="max_len 128"):
         decode_sorted(model, [[5] * 128], search, special=SPECIAL_IDS, max_tokens=8)
@@ -53,8 +58,9 @@ def test_lengths_limits_and_the_position_table(model):
 
 def test_decoding_never_asks_for_a_position_past_the_table(model):
     """A limit far beyond max_len (128) is capped: the decoder input stays within 128 positions."""
-    never_end = lambda sequences, prefixes: (torch.arange(19) != SPECIAL_IDS.eos).expand(
-        prefixes.shape[0], -1
-    )
+
+    def never_end(sequences, prefixes):
+        return (torch.arange(19) != SPECIAL_IDS.eos).expand(prefixes.shape[0], -1)
+
     out = greedy_search(model, torch.tensor([[5, 6]]), max_len_b=1000, allowed_tokens=never_end, **SPECIALS)
     assert len(out.best()[0]) == 127

@@ -38,8 +38,10 @@ def test_cky_equals_brute_force_and_sums_its_spans(n: int) -> None:
         assert len(spans) == 2 * n - 1
         assert sorted((i, j) for i, j, _ in spans) in [sorted(s) for s in bracketings(0, n)]
         assert result.scores.item() == pytest.approx(brute_force(scores[0], n))
-        assert result.scores.item() == pytest.approx(sum(scores[0, i, j, l].item() for i, j, l in spans))
-        assert all(l == scores[0, i, j].argmax().item() for i, j, l in spans)
+        assert result.scores.item() == pytest.approx(
+            sum(scores[0, i, j, label].item() for i, j, label in spans)
+        )
+        assert all(label == scores[0, i, j].argmax().item() for i, j, label in spans)
 
 
 def test_batched_sentences_of_different_lengths_equal_one_at_a_time() -> None:

@@ -40,7 +40,10 @@ def test_scores_are_model_logprobs(model, src, score):
 
 def test_filters_keep_the_right_ids():
     logprobs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
-    kept = lambda **kw: torch.isfinite(filter_logprobs(logprobs, **kw))[0].tolist()
+
+    def kept(**kw):
+        return torch.isfinite(filter_logprobs(logprobs, **kw))[0].tolist()
+
     assert kept(top_k=2) == [True, True, False, False]
     assert kept(top_p=0.75) == [True, True, False, False]  # 0.5 + 0.3 reaches 0.75
     assert kept(top_p=0.8) == [True, True, False, False]
