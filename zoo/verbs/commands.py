@@ -65,7 +65,11 @@ def _options(spec: TaskSpec, verb: str, argv: list[str]) -> VerbOptions:
 
 
 def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
-    """Every run named (RUN, then the --ensemble ones) through the one loader."""
+    """Every run named (RUN, then the --ensemble ones) through the one loader, unless the task
+    reads RUN as a foreign model."""
+    foreign = spec.load_foreign(options)
+    if foreign is not None:
+        return foreign
     overrides = spec.recipe_overrides(options)
     runs = [options.run, *options.ensemble_runs]
     trained = [load_trained(run, spec.config, which=options.checkpoint, overrides=overrides) for run in runs]
@@ -101,7 +105,8 @@ def evaluate(spec: TaskSpec, argv: list[str]) -> dict:
     }
     if options.ensemble:
         record["ensemble"] = [options.run, *options.ensemble_runs]
-    if trained.run_dir.is_dir() and not options.limit and not options.ensemble:
+    # Kept beside a zoo run (not a lone file's folder, not a foreign model) when it scored all of it.
+    if (trained.run_dir / "config.yaml").is_file() and not options.limit and not options.ensemble:
         (trained.run_dir / f"eval_{options.split}.json").write_text(json.dumps(record, indent=2) + "\n")
     _report(options, record, result.summary)
     return record

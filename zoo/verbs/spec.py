@@ -80,6 +80,11 @@ class TaskSpec:
         """The model (an ensemble when several runs are given) on `options.device`."""
         raise NotImplementedError
 
+    def load_foreign(self, options: VerbOptions) -> Loaded | None:
+        """RUN as a model of another library (a Hugging Face directory, say), asked before the
+        zoo's own loader; None when RUN is not one. A foreign model has no run directory."""
+        return None
+
     def evaluate(self, loaded: Loaded, options: VerbOptions) -> Evaluation:
         raise Unsupported(f"{self.name}: evaluate is not available")
 
