@@ -17,7 +17,7 @@ class TrainConfig:
     device: str = field(default="auto", metadata={"help": "auto | cpu | cuda"})
     precision: str = field(default="fp32", metadata={"help": "fp32 | bf16 (autocast on CPU and GPU)"})
     compile: bool = field(default=False, metadata={"help": "torch.compile the model"})
-    threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = torch's default)"})
+    threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = the cores idle at start)"})
     max_steps: int = field(default=1000, metadata={"help": "optimizer steps to train"})
     grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
     clip_norm: float = field(default=0.0, metadata={"help": "max gradient norm (0 = no clipping)"})

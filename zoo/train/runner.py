@@ -49,6 +49,7 @@ from zoo.train.rundir import RunDirectory
 from zoo.train.schedules import build_schedule
 from zoo.train.state import rng_state, seed_everything, set_rng_state
 from zoo.train.task import RunContext, Task, Term, step_accumulation, task_artifacts
+from zoo.train.threads import choose_threads
 
 log = logging.getLogger("zoo.train")
 
@@ -115,8 +116,8 @@ class Runner:
     def __init__(self, cfg: RunConfig, task: Task) -> None:
         self.cfg, self.tc, self.task = cfg, cfg.train, task
         check_train_config(self.tc)
-        if self.tc.threads > 0:
-            torch.set_num_threads(self.tc.threads)
+        self.threads, self.threads_why = choose_threads(self.tc.threads)
+        torch.set_num_threads(self.threads)
         env = init_distributed(self.tc.device)
         grad_accum = step_accumulation(task, env.world_size, self.tc.grad_accum)
         if grad_accum < 1:
@@ -422,7 +423,8 @@ class Runner:
             self._print(
                 f"config:\n{to_yaml(self.cfg)}model: {params:,} parameters on "
                 f"{self.run.device} x{self.run.world_size}, {tc.precision}, "
-                f"{self.run.grad_accum} micro-batch(es) per step"
+                f"{self.run.grad_accum} micro-batch(es) per step, {self.threads} CPU thread(s) "
+                f"({self.threads_why})"
             )
         metrics_log = MetricsLog(self.run_dir, enabled=self.run.is_main, tensorboard=tc.tensorboard)
         metrics_log.drop_after(self.step)  # records of steps a crash lost are redone
