@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import torch
@@ -9,15 +10,44 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Subset
 
-from tasks.vit.config import ViTConfig
-from tasks.vit.convert import load_pretrained
+from tasks.vit.config import ModelConfig, ViTConfig
 from tasks.vit.data import ImageData, build_datasets, iterate
-from tasks.vit.model import ViT, build_model
 from tasks.vit.transforms import MIX, BatchMixer, SeededTransform, eval_transform, train_transform
 from zoo.config import UserError
+from zoo.convert.timm_vit import load_pretrained
 from zoo.data.batching import shard
 from zoo.data.seeding import example_generator, example_seed
+from zoo.models.vit import ViT
 from zoo.train import RunContext, Term
+
+# The class names (and the data set's native image side), kept inside every checkpoint.
+CLASSES_ARTIFACT = "classes.json"
+
+
+def build_model(cfg: ModelConfig, *, mean: tuple[float, ...], std: tuple[float, ...]) -> ViT:
+    """The ViT a config describes; `mean`/`std` come from the data (they live in the model)."""
+    return ViT(
+        image_size=cfg.image_size,
+        patch_size=cfg.patch_size,
+        in_chans=cfg.in_chans,
+        num_classes=cfg.num_classes,
+        dim=cfg.dim,
+        encoder_layers=cfg.encoder_layers,
+        num_heads=cfg.num_heads,
+        ffn_dim=cfg.ffn_dim,
+        pool=cfg.pool,
+        class_token=cfg.class_token,
+        bias=cfg.bias,
+        dropout=cfg.dropout,
+        attn_dropout=cfg.attn_dropout,
+        drop_path_rate=cfg.drop_path_rate,
+        mean=mean,
+        std=std,
+    )
+
+
+def num_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
 
 
 def soft_target_cross_entropy(logits: Tensor, targets: Tensor, *, smoothing: float = 0.0) -> Tensor:
@@ -88,6 +118,11 @@ class ViTTask:
         self.mixer = BatchMixer(
             mc.num_classes, mixup_alpha=dc.mixup_alpha, cutmix_alpha=dc.cutmix_alpha, prob=dc.mix_prob
         )
+
+    def artifacts(self) -> dict[str, bytes]:
+        """The class names travel inside every checkpoint: a run directory classifies alone."""
+        record = {"classes": list(self.data.classes), "image_size": self.data.image_size}
+        return {CLASSES_ARTIFACT: json.dumps(record).encode()}
 
     def build_model(self) -> ViT:
         model = build_model(self.cfg.model, mean=self.data.mean, std=self.data.std)
