@@ -139,7 +139,9 @@ class BertSpec(TaskSpec):
 
     def _documents(self, loaded: LoadedBertRun, data: DataConfig, split: str) -> tuple[str, list[Document]]:
         """(name, documents) of `split`: valid = the run's held-out documents; test = WikiText's
-        test.txt when the data directory holds it, else the built-in corpus's test documents."""
+        test.txt in the data directory (the recipe's data.wikitext or --wikitext), or for the
+        built-in corpus without one its test documents. A Hugging Face model reads WikiText's
+        valid.txt or test.txt."""
         if split == "train":
             raise Unsupported("bert: --split train is not scored: valid (held-out documents) or test")
         root = resolve_data_dir(data.data_dir)  # a data directory given but missing is named here
@@ -148,7 +150,7 @@ class BertSpec(TaskSpec):
         wikitext = root / data.wikitext / f"{split}.txt" if root is not None and data.wikitext else None
         if wikitext is not None and wikitext.is_file():
             return f"{data.wikitext} {split}", read_documents([wikitext], "wikitext")[0]
-        if loaded.recipe is not None and data.source == "synthetic":
+        if loaded.recipe is not None and data.source == "synthetic" and not data.wikitext:
             return "test (synthetic)", load_documents(data, "test")
         where = f"{root / data.wikitext}" if root is not None and data.wikitext else "a data directory"
         raise UserError(

@@ -1,5 +1,6 @@
-"""Faults against the BERT CLIs (train, fill_mask, evaluate), run as subprocesses on a tiny run:
-bad lines on stdin, bytes that are not UTF-8, checkpoints of another task, missing data."""
+"""Faults against the BERT commands (train, fill_mask, evaluate, export and python -m zoo), run as
+subprocesses on a tiny run: bad lines on stdin, bytes that are not UTF-8, checkpoints of another
+task, missing data, a split or option that means nothing, an existing output directory."""
 
 from __future__ import annotations
 
@@ -47,3 +48,13 @@ def test_a_missing_data_dir_is_named(bert_run, tmp_path):
         f"--train.out_dir={tmp_path / 'run'}",
     )
     assert_refused(result, "/nonexistent/data")
+
+
+def test_meaningless_splits_options_and_existing_outputs_are_refused_in_one_line(bert_run, tmp_path):
+    assert_refused(run("tasks.bert.evaluate", str(bert_run), "--split=train"), "--split train")
+    missing = run("tasks.bert.evaluate", str(bert_run), f"--data_dir={tmp_path}", "--wikitext=wikitext-2")
+    assert_refused(missing, str(tmp_path / "wikitext-2"), "test.txt")
+    assert_refused(run("tasks.bert.export", str(bert_run), f"--output={tmp_path}"), str(tmp_path), "--force")
+    assert_refused(run("zoo", "fill-mask", "bert", str(bert_run), "--top_k=0", input="a [MASK] .\n"), "top_k")
+    onnx = run("zoo", "export", "bert", str(bert_run), "--format=onnx", f"--output={tmp_path / 'x'}")
+    assert_refused(onnx, "hf")

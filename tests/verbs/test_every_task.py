@@ -30,6 +30,16 @@ class Tiny:
     sample: Callable[[Path], str]
 
 
+def digit_png(path: Path) -> str:
+    """The first of scikit-learn's digits as an 8 x 8 greyscale PNG (the vit recipe's images)."""
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    pixels = (load_digits().images[0] * (255 / 16)).round().astype("uint8")
+    Image.fromarray(pixels, "L").save(path)
+    return str(path)
+
+
 TINY = {
     "translation": Tiny(
         [
@@ -40,7 +50,20 @@ TINY = {
         ],
         lambda _: "Julia built my farmer.",
     ),
-    "bert": Tiny(["--model.num_layers=1", "--model.dim=32", "--model.num_heads=2", "--model.ffn_dim=64", "--model.max_len=64", "--data.synthetic_train=60", "--data.synthetic_valid=10", "--data.batch_size=8", "--schedule.warmup_steps=1"], lambda _: "the town lies on the banks of the [MASK] ."),
+    "bert": Tiny(
+        [
+            "--model.num_layers=1", "--model.dim=32", "--model.ffn_dim=64", "--model.max_len=64",
+            "--data.synthetic_train=60", "--data.synthetic_valid=10", "--data.batch_size=8",
+        ],
+        lambda _: "the town lies on the banks of the [MASK] .",
+    ),
+    "vit": Tiny(
+        [
+            "--model.dim=16", "--model.ffn_dim=32", "--model.num_heads=2", "--model.encoder_layers=1",
+            "--data.batch_size=32",
+        ],
+        lambda folder: digit_png(folder / "digit.png"),
+    ),
     "reverse": Tiny(["--data.batch_size=8", "--data.valid_size=16"], lambda _: "3 1 4 1 5"),
 }  # fmt: skip
 

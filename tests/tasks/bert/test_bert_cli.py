@@ -1,4 +1,5 @@
-"""The BERT CLIs on a tiny run, and Hugging Face directories both ways."""
+"""The BERT commands (the shared verbs over tasks.bert.spec, through the tasks.bert shims) on a
+tiny run, and Hugging Face directories both ways."""
 
 from __future__ import annotations
 
@@ -58,31 +59,59 @@ def test_train_prints_held_out_accuracy_and_next_commands(run_dir, capsys):
     assert (run_dir / "tokenizer.json").is_file()
 
 
-def test_evaluate_scores_held_out_documents_and_wikitext(run_dir, tmp_path, capsys):
-    wikitext = tmp_path / "wikitext-2"
-    wikitext.mkdir()
+@pytest.fixture
+def wikitext_dir(tmp_path) -> Path:
+    wikitext = tmp_path / "data" / "wikitext-2"
+    wikitext.mkdir(parents=True)
     article = (
         " = Lobster = \n \n The town lies on the river . It was founded in 1820 . "
         "Most families grow wheat . \n \n = = History = = \n \n The river floods . \n"
     )
     for split in ("valid", "test"):
         (wikitext / f"{split}.txt").write_text(article * 3)
-    results = evaluate.main([str(run_dir), f"--data_dir={tmp_path}"])
-    assert set(results) == {"held-out (synthetic)", "wikitext-2 valid", "wikitext-2 test"}
-    for metrics in results.values():
-        assert 0 <= metrics["mlm_acc"] <= 100 and metrics["mlm_ppl"] > 1
+    return wikitext.parent
+
+
+def test_evaluate_scores_held_out_documents_and_wikitext(run_dir, wikitext_dir, capsys):
+    held_out = evaluate.main([str(run_dir), "--split=valid"])
+    assert held_out["set"] == "held-out (synthetic)" and held_out["documents"] == 10
     assert "held-out (synthetic): MLM accuracy" in capsys.readouterr().out
-    assert json.loads((run_dir / "eval.json").read_text())["results"] == results
+    assert json.loads((run_dir / "eval_valid.json").read_text()) == held_out
+    wikitext = evaluate.main([str(run_dir), f"--data_dir={wikitext_dir}", "--wikitext=wikitext-2"])
+    assert wikitext["set"] == "wikitext-2 test" and wikitext["split"] == "test"
+    built_in = evaluate.main([str(run_dir), "--split=test", "--limit=3", "--batch_size=2", "--json"])
+    assert built_in["set"] == "test (synthetic)" and built_in["examples"] == 3
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == built_in
+    for metrics in (held_out, wikitext, built_in):
+        assert 0 <= metrics["mlm_acc"] <= 100 and metrics["mlm_ppl"] > 1 and 0 <= metrics["nsp_acc"] <= 100
+    with pytest.raises(SystemExit):  # main_guard: one line, exit 2
+        evaluate.main([str(run_dir), "--split=train"])
+
+
+def test_evaluate_reads_a_hugging_face_directory(hf_dir, wikitext_dir, monkeypatch):
+    monkeypatch.chdir(wikitext_dir)  # a Hugging Face model has no run directory: its record lands here
+    record = evaluate.main([str(hf_dir), f"--data_dir={wikitext_dir}", "--split=valid"])
+    assert record["set"] == "wikitext-2 valid" and record["checkpoint"] == str(hf_dir)
+    assert (wikitext_dir / "eval_valid.json").is_file()
+    with pytest.raises(SystemExit):  # no WikiText: nothing to score, one line
+        evaluate.main([str(hf_dir), "--split=test"])
 
 
 def test_fill_mask_matches_the_transformers_pipeline(run_dir, hf_dir, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO(TEXTS[0] + "\n"))
     fill_mask.main([str(run_dir), "--top_k=3", "--json"])
-    ours = json.loads(capsys.readouterr().out)
+    record = json.loads(capsys.readouterr().out)
+    assert record["input"] == TEXTS[0]
+    ours = record["output"]
     theirs = pipeline("fill-mask", model=str(hf_dir), tokenizer=str(hf_dir), top_k=3)(TEXTS[0])
     assert [r["token"] for r in ours] == [r["token"] for r in theirs]
     assert [r["score"] for r in ours] == pytest.approx([r["score"] for r in theirs], abs=1e-5)
     assert [r["sequence"] for r in ours] == [r["sequence"] for r in theirs]
+    monkeypatch.setattr("sys.stdin", io.StringIO(TEXTS[0] + "\n"))
+    fill_mask.main([str(hf_dir), "--top_k=3", "--json"])  # the exported directory answers the same
+    again = json.loads(capsys.readouterr().out)["output"]
+    assert [r["token"] for r in again] == [r["token"] for r in ours]
+    assert [r["score"] for r in again] == pytest.approx([r["score"] for r in ours], abs=1e-5)
     monkeypatch.setattr("sys.stdin", io.StringIO(TEXTS[1] + "\n"))
     fill_mask.main([str(run_dir), "--top_k=2"])
     assert "[MASK] 2:" in capsys.readouterr().out
@@ -108,6 +137,17 @@ def test_exported_directory_loads_in_transformers_with_the_same_logits_and_ids(r
     again = read_hf_directory(hf_dir)  # and back into zoo
     for name, value in ours.model.state_dict().items():
         torch.testing.assert_close(again.model.state_dict()[name], value, rtol=0, atol=0)
+
+
+def test_export_refuses_an_existing_directory_unless_forced(run_dir, tmp_path, capsys):
+    out = tmp_path / "hf"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    with pytest.raises(SystemExit):  # one line, exit 2, nothing written
+        export.main([str(run_dir), f"--output={out}"])
+    assert "pass --force" in capsys.readouterr().err and (out / "old.txt").is_file()
+    export.main([str(run_dir), f"--output={out}", "--format=hf", "--force"])
+    assert not (out / "old.txt").exists() and (out / "model.safetensors").is_file()
 
 
 @pytest.mark.parametrize("safe", [True, False])
@@ -171,20 +211,18 @@ def test_a_hub_name_goes_through_snapshot_download(hf_dir, monkeypatch):
     assert loaded.source == hf_dir and loaded.recipe is None
 
 
-def test_attention_maps_of_a_pair(run_dir, tmp_path):
+def test_attention_maps_of_a_pair(run_dir, hf_dir, tmp_path):
     from tasks.bert import attention
+    from tasks.bert.inference import attention_weights, pair_inputs
 
     loaded = load_bert(str(run_dir))
-    ids, types, tokens = attention.pair_inputs(loaded, "the town lies on the river .", "it floods .")
-    weights = attention.attention_weights(loaded, ids, types)
+    ids, types, tokens = pair_inputs(loaded, "the town lies on the river .", "it floods .")
+    weights = attention_weights(loaded, ids, types)
     assert weights.shape == (1, 2, len(tokens), len(tokens)) and tokens[0] == "[CLS]"
     torch.testing.assert_close(weights.sum(dim=-1), torch.ones(1, 2, len(tokens)))
-    out = attention.main(
-        [
-            str(run_dir),
-            "--text=the town lies on the river .",
-            "--text_b=it floods .",
-            f"--out={tmp_path / 'a.png'}",
-        ]
-    )
-    assert out.stat().st_size > 1000
+    pair = tmp_path / "pair.txt"
+    pair.write_text("the town lies on the river .\tit floods .\n")
+    for run in (run_dir, hf_dir):  # a run, and a Hugging Face directory
+        out = attention.main([str(run), f"--input={pair}", f"--output={tmp_path / 'a.png'}"])
+        assert out.stat().st_size > 1000
+        (tmp_path / "a.png").unlink()
