@@ -3,13 +3,12 @@ self-attention of every layer and head on the first line (a sentence, or a pair 
 tab) as a grid of heatmaps, rows layers, columns heads (the same as `python -m zoo attention bert`;
 `--help` lists the options)."""
 
-from tasks.bert.spec import BertSpec, foreign_models
+from tasks.bert.spec import BertSpec
 from zoo.verbs.cli import run_verb
 
 
 def main(argv: list[str] | None = None):
-    with foreign_models():  # RUN may be a Hugging Face directory
-        return run_verb(BertSpec(), "attention", argv)
+    return run_verb(BertSpec(), "attention", argv)
 
 
 if __name__ == "__main__":

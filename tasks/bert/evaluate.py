@@ -3,13 +3,12 @@ and perplexity and next-sentence accuracy of a trained BERT (a run, a checkpoint
 directory or hub name) on the held-out documents (valid) or WikiText-2 test (test)
 (the same as `python -m zoo evaluate bert`; `--help` lists the options)."""
 
-from tasks.bert.spec import BertSpec, foreign_models
+from tasks.bert.spec import BertSpec
 from zoo.verbs.cli import run_verb
 
 
 def main(argv: list[str] | None = None):
-    with foreign_models():  # RUN may be a Hugging Face directory
-        return run_verb(BertSpec(), "evaluate", argv)
+    return run_verb(BertSpec(), "evaluate", argv)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,12 @@ tokenizer_config.json) that `BertForPreTraining.from_pretrained(OUT_DIR)` and
 `BertTokenizerFast.from_pretrained(OUT_DIR)` load with the same logits and ids
 (the same as `python -m zoo export bert`; `--help` lists the options)."""
 
-from tasks.bert.spec import BertSpec, foreign_models
+from tasks.bert.spec import BertSpec
 from zoo.verbs.cli import run_verb
 
 
 def main(argv: list[str] | None = None):
-    with foreign_models():  # RUN may be a Hugging Face directory
-        return run_verb(BertSpec(), "export", argv)
+    return run_verb(BertSpec(), "export", argv)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,12 @@ top-k fillers of each [MASK] with their probabilities, as the transformers `fill
 gives them; RUN is a run, a checkpoint, a Hugging Face directory or hub name
 (the same as `python -m zoo fill-mask bert`; `--help` lists the options)."""
 
-from tasks.bert.spec import BertSpec, foreign_models
+from tasks.bert.spec import BertSpec
 from zoo.verbs.cli import run_verb
 
 
 def main(argv: list[str] | None = None):
-    with foreign_models():  # RUN may be a Hugging Face directory
-        return run_verb(BertSpec(), "fill-mask", argv)
+    return run_verb(BertSpec(), "fill-mask", argv)
 
 
 if __name__ == "__main__":

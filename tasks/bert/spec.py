@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,8 +112,8 @@ class BertSpec(TaskSpec):
 
     def load_foreign(self, options: BertOptions) -> LoadedBertRun | None:
         """RUN as a Hugging Face BERT directory or hub name; None when it is not one (a zoo run,
-        for load_trained). Such a model has no run directory: its evaluate record and default
-        attention picture go to the current directory."""
+        for load_trained). Such a model has no run directory: evaluate keeps no record, and the
+        attention picture goes to ./attention.png unless --output says otherwise."""
         path = Path(options.run).expanduser()
         if not (is_hf_directory(path) or (not path.exists() and HUB_NAME.match(options.run))):
             return None
@@ -209,23 +207,3 @@ class BertSpec(TaskSpec):
     def export(self, loaded: LoadedBertRun, fmt: str, output: Path, options: BertOptions) -> None:
         write_hf_directory(loaded.as_hf(), output)
         print("load it with transformers.BertForPreTraining.from_pretrained", file=sys.stderr)
-
-
-@contextmanager
-def foreign_models() -> Iterator[None]:
-    """While it lasts, the verbs ask a spec's `load_foreign` before zoo.train.load_trained: how
-    the tasks.bert commands read Hugging Face directories until zoo.verbs asks it itself."""
-    from zoo.verbs import commands
-
-    original = commands._load
-
-    def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
-        foreign = getattr(spec, "load_foreign", None)
-        loaded = foreign(options) if foreign is not None else None
-        return loaded if loaded is not None else original(spec, options)
-
-    commands._load = _load
-    try:
-        yield
-    finally:
-        commands._load = original
