@@ -1,4 +1,4 @@
-"""Faults against the ViT CLIs (train, evaluate), run as subprocesses on tiny ImageFolder trees:
+"""Faults against the ViT CLIs (train, evaluate, classify), run as subprocesses on tiny ImageFolder trees:
 class folders that differ between splits, unreadable images, impossible patch sizes, checkpoints
 of another task, missing folders. Each is one line with exit 2, and training done is kept."""
 
@@ -31,7 +31,7 @@ def test_val_classes_that_differ_from_train_are_named(tmp_path, val_classes, nam
 
 def test_evaluate_names_test_classes_that_differ_from_train(vit_run, tmp_path):
     images = write_images(tmp_path / "images", {"train": CLASSES, "val": ("cat", "dog", "gnu")})
-    result = run("tasks.vit.evaluate", str(vit_run), f"--path={images}", f"--out={tmp_path / 'fig'}")
+    result = run("tasks.vit.evaluate", str(vit_run), f"--path={images}", f"--output={tmp_path / 'out.txt'}")
     assert_refused(result, str(images / "val"), "lacks emu", "gnu")
 
 
@@ -74,7 +74,7 @@ def test_a_missing_split_folder_is_named(tmp_path, layout, named):
 def test_evaluate_names_a_missing_image_folder_and_leaves_the_run(vit_run, tmp_path):
     before = fingerprint(vit_run / "checkpoints")
     result = run(
-        "tasks.vit.evaluate", str(vit_run), f"--path={tmp_path / 'moved'}", f"--out={tmp_path / 'fig'}"
+        "tasks.vit.evaluate", str(vit_run), f"--path={tmp_path / 'moved'}", f"--output={tmp_path / 'out.txt'}"
     )
     assert_refused(result, str(tmp_path / "moved"))
     assert fingerprint(vit_run / "checkpoints") == before
@@ -83,9 +83,22 @@ def test_evaluate_names_a_missing_image_folder_and_leaves_the_run(vit_run, tmp_p
 def test_evaluate_names_an_output_folder_it_cannot_make(vit_run, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    result = run("tasks.vit.evaluate", str(vit_run), f"--out={blocker / 'figures'}")
+    result = run("tasks.vit.evaluate", str(vit_run), f"--output={blocker / 'predictions.txt'}")
     assert_refused(result, str(blocker))
 
 
 def test_evaluate_options_are_checked_when_read(vit_run):
     assert_refused(run("tasks.vit.evaluate", str(vit_run), "--images=0"), "key 'images'")
+
+
+def test_evaluate_names_the_splits_when_asked_for_validation(vit_run):
+    assert_refused(
+        run("tasks.vit.evaluate", str(vit_run), "--split=dev"), "no validation split", "train and test"
+    )
+
+
+def test_classify_names_a_missing_image_and_an_unreadable_one(vit_run, tmp_path):
+    assert_refused(run("tasks.vit.classify", str(vit_run), input=f"{tmp_path / 'gone.png'}\n"), "gone.png")
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    assert_refused(run("tasks.vit.classify", str(vit_run), input=f"{bad}\n"), str(bad), "cannot read image")

@@ -1,8 +1,10 @@
-"""The ViT task through the real runner, the recipes, and the train/evaluate entry points."""
+"""The ViT task through the real runner, the recipes, and the train/evaluate entry points (shims
+over zoo.verbs)."""
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
@@ -14,12 +16,14 @@ from tasks.vit import train as train_cli
 from tasks.vit.config import DataConfig, ModelConfig, ViTConfig
 from tasks.vit.data import ImageData, TensorImages
 from tasks.vit.figures import attention_rollout, confusion_matrix
+from tasks.vit.spec import ViTSpec
 from tasks.vit.task import ViTTask, build_model, num_parameters, soft_target_cross_entropy
 from zoo.blocks import Encoder
 from zoo.config import load_config, to_dict
 from zoo.convert.timm_vit import zoo_to_timm
 from zoo.train import RunContext, fit
 from zoo.train.config import OptimConfig, ScheduleConfig, TrainConfig
+from zoo.verbs.cli import run_verb
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "vit"
 
@@ -150,7 +154,7 @@ def test_help_shows_the_vit_defaults(capsys: pytest.CaptureFixture) -> None:
     assert "--train.out_dir='runs/vit_digits'" in text and "--model.pool='avg'" in text
 
 
-def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys, monkeypatch) -> None:
     run = tmp_path / "run"
     train_cli.main(
         [
@@ -162,15 +166,26 @@ def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys: pytest.Captu
             "--train.eval_every=0",
         ]
     )
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[-3].startswith("test top-1") and "configs/vit/cifar10.yaml" in lines[-1]
-    evaluate_cli.main([str(run), "--images", "3", "--eval_limit=0"])
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()
+    assert any(line.startswith("test top-1") for line in lines) and "configs/vit/cifar10.yaml" in out
+    assert "python -m zoo classify vit" in out
+    evaluate_cli.main([str(run), "--images", "3", "--limit=0"])
     figures = run / "figures"
     assert (figures / "confusion_matrix.png").stat().st_size > 1000
-    assert (figures / "attention_rollout.png").stat().st_size > 1000
-    reported = json.loads((figures / "metrics.json").read_text())
+    # attention without input (a terminal on stdin): held-out test images
+    monkeypatch.setattr("sys.stdin", _Terminal())
+    rollout = figures / "attention_rollout.png"
+    run_verb(ViTSpec(), "attention", [str(run), "--images=3", f"--output={rollout}"])
+    assert rollout.stat().st_size > 1000
+    reported = json.loads((run / "eval_test.json").read_text())
     summary = json.loads((run / "summary.json").read_text())
     assert reported["top1"] == pytest.approx(summary["metrics"]["top1"])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
 
 def test_evaluate_help_lists_every_option(capsys: pytest.CaptureFixture) -> None:
@@ -182,11 +197,11 @@ def test_evaluate_help_lists_every_option(capsys: pytest.CaptureFixture) -> None
         for name in (
             "run",
             "checkpoint",
-            "out",
+            "output",
             "images",
             "data_dir",
             "path",
-            "eval_limit",
-            "eval_batch_size",
+            "limit",
+            "batch_size",
         )
     )
