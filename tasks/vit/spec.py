@@ -276,7 +276,8 @@ class ViTSpec(TaskSpec):
         ]
         maps = attention_rollout(model, images.to(loaded.device)).float().cpu()
         looker = "the class token looks" if model.pool == "token" else "the pooled tokens look"
-        title = f"attention rollout: where {looker} ({'true ' if lines == [TEST_IMAGES] else ''}-> predicted)"
+        given = "true class" if lines == [TEST_IMAGES] else "file"
+        title = f"attention rollout: where {looker} ({given} -> predicted class, probability)"
         plot_rollout(images, maps, titles, output, title=title)
         return f"the attention rollout of {len(images)} image(s)"
 
