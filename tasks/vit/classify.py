@@ -2,7 +2,7 @@
 line from stdin or --input, into PATH<TAB>CLASS<TAB>PROB lines (the same as
 `python -m zoo classify vit`; `--help` lists the options).
 
-    echo digit.png | python -m tasks.vit.classify runs/vit_digits
+    echo digit.png | python -m tasks.vit.classify runs/vit-digits
 """
 
 from tasks.vit.spec import ViTSpec

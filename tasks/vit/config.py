@@ -40,7 +40,8 @@ class ModelConfig:
     new_head: bool = field(
         default=False,
         metadata={
-            "help": "fine-tuning: keep a fresh head instead of the pretrained one (needed when num_classes differs)"
+            "help": "fine-tuning: keep a fresh head instead of the pretrained one "
+            "(needed when num_classes differs)"
         },
     )
 
@@ -63,7 +64,8 @@ class DataConfig:
     data_dir: str = field(
         default="",
         metadata={
-            "help": "data directory ('' = $ZOO_DATA_DIR); cifar10 reads <dir>/cifar10/{train,test} (ImageFolder)"
+            "help": "data directory ('' = $ZOO_DATA_DIR); cifar10 reads <dir>/cifar10/{train,test} "
+            "(ImageFolder)"
         },
     )
     path: str = field(default="", metadata={"help": "imagefolder: root holding train/ and val/ (or test/)"})
@@ -105,7 +107,7 @@ def _digits_train() -> TrainConfig:
     # One thread: the matrices of this model are too small to gain from more, and extra
     # OpenMP threads slow it down badly when other processes share the cores.
     return TrainConfig(
-        out_dir="runs/vit_digits", max_steps=1500, log_every=50, eval_every=500, best_metric="top1", threads=1
+        out_dir="runs/vit-digits", max_steps=1500, log_every=50, eval_every=500, best_metric="top1", threads=1
     )
 
 

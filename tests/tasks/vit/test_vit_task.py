@@ -151,7 +151,7 @@ def test_help_shows_the_vit_defaults(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         train_cli.main(["--help"])
     text = capsys.readouterr().out
-    assert "--train.out_dir='runs/vit_digits'" in text and "--model.pool='avg'" in text
+    assert "--train.out_dir='runs/vit-digits'" in text and "--model.pool='avg'" in text
 
 
 def test_train_entry_point_and_evaluate_cli(tmp_path: Path, capsys, monkeypatch) -> None:
