@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import torch
 from torch import nn
 
+from bench.output import add_out_option
 from bench.timing import hardware, interleaved_medians
 from zoo.blocks import MultiHeadAttention, causal_mask
 
-RESULTS = Path(__file__).parent / "results"
 SIZES = [(8, 64, 256, 4), (8, 128, 512, 8), (4, 512, 512, 8)]  # (B, T, D, H)
 
 
@@ -69,6 +68,7 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
+    add_out_option(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -81,9 +81,9 @@ def main() -> None:
         "command": f"python -m bench.attention_speed --device {args.device} --dtype {args.dtype} "
         f"--repeats {args.repeats} --threads {args.threads}",
     }
-    RESULTS.mkdir(exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     tag = f"{args.device}_{args.dtype}"
-    (RESULTS / f"attention_speed_{tag}.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    (args.out / f"attention_speed_{tag}.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     lines = [
         f"# MultiHeadAttention forward+backward vs torch.nn.MultiheadAttention ({tag})",
         "",
@@ -98,7 +98,7 @@ def main() -> None:
         f"{r['torch_ms']:.2f} | {r['ratio']:.2f}x |"
         for r in rows
     ]
-    (RESULTS / f"attention_speed_{tag}.md").write_text("\n".join(lines) + "\n")
+    (args.out / f"attention_speed_{tag}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +28,6 @@ from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.convert.hf_bert import config_from_hf, state_from_hf
 from zoo.models.bert import build_bert
 
-RESULTS = Path(__file__).parent / "results"
 PRESETS = {  # Turc et al. (2019)'s BERT-Tiny and BERT-Mini, and BERT-base
     "tiny": dict(
         hidden_size=128,
@@ -193,8 +191,8 @@ def main() -> None:
 
     rows, setup = run(args.preset, torch.device(args.device), args.repeats)
     meta = run_meta("bench.bert_speed", "transformers", transformers.__version__, setup)
-    RESULTS.mkdir(exist_ok=True)
-    stem = RESULTS / f"bert_speed_{args.preset}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / f"bert_speed_{args.preset}"
     stem.with_suffix(".json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     lines = [
         "# zoo BERT vs Hugging Face BertForPreTraining (same dimensions and weights)",

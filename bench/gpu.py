@@ -33,9 +33,9 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from bench.output import add_out_option
 from bench.timing import interleaved_medians, run_meta
 
-RESULTS = Path(__file__).parent / "results"
 PRECISIONS = ("fp32", "bf16")
 # Dense (no sparsity) datasheet peaks, FLOP/s; fp32 is the non-tensor-core rate that torch's
 # default matmul precision ("highest", no TF32) runs at.
@@ -290,7 +290,7 @@ def main() -> None:
     parser.add_argument("--only", default="vit,bert,translation,decode", help="comma-separated benches")
     parser.add_argument("--repeats", type=int, default=10, help="interleaved timing rounds")
     parser.add_argument("--compile", action="store_true", help="add bf16 training steps under torch.compile")
-    parser.add_argument("--out", default=str(RESULTS), help="folder for the results")
+    add_out_option(parser)
     parser.add_argument(
         "--profile",
         action="store_true",

@@ -20,13 +20,12 @@ from pathlib import Path
 
 import torch
 
+from bench.output import add_out_option
 from bench.timing import hardware
 from tasks.reverse.config import ReverseConfig
 from tasks.reverse.task import ReverseTask
 from zoo.train import RunContext, fit, move_to
 from zoo.train.optim import build_optimizer
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def bare_loop(cfg: ReverseConfig, steps: int) -> None:
@@ -75,6 +74,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
+    add_out_option(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -104,9 +104,9 @@ def main() -> None:
         f"runner {result['runner_ms_per_step']:.2f} ms/step, bare loop "
         f"{result['bare_ms_per_step']:.2f} ms/step: overhead {100 * overhead:+.1f}% (target <= 2%)"
     )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "runner_overhead.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "runner_overhead.md").write_text(
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "runner_overhead.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "runner_overhead.md").write_text(
         "# Runner overhead vs a bare PyTorch loop\n\n"
         f"`{result['command']}` on {result['hardware']}, torch {result['torch']}.\n\n"
         "| runner ms/step | bare loop ms/step | overhead |\n|---|---|---|\n"

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from bench.output import add_out_option
+
 if TYPE_CHECKING:
     import torch
 
@@ -70,6 +72,7 @@ def peer_arguments(
             action="store_true",
             help="also time both models' training steps under torch.compile (inductor)",
         )
+    add_out_option(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

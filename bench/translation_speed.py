@@ -46,12 +46,12 @@ import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
+from bench.output import add_out_option
 from bench.timing import hardware, interleaved_medians, synced
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search
 from zoo.models import ModelConfig, build_model
 
-RESULTS = Path(__file__).parent / "results"
 PAD, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.bos, SPECIAL_IDS.eos
 
 
@@ -572,6 +572,7 @@ def main() -> None:
         default="",
         help="write a profile of zoo's beam search (on --run if given) to FILE and stop",
     )
+    add_out_option(parser)
     args = parser.parse_args()
     preset = PRESETS[args.preset]
     if args.profile:
@@ -593,11 +594,11 @@ def main() -> None:
         "lscpu": cpu(),
         "load_average": os.getloadavg()[0],
     }
-    RESULTS.mkdir(exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     if args.train:
         result["train"] = training(preset, threads, args.repeats)
-        (RESULTS / "translation_train_speed.json").write_text(json.dumps(result, indent=2) + "\n")
-        (RESULTS / "translation_train_speed.md").write_text(train_markdown(result))
+        (args.out / "translation_train_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+        (args.out / "translation_train_speed.md").write_text(train_markdown(result))
         print(train_markdown(result))
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -611,8 +612,8 @@ def main() -> None:
             f"{n} thread(s), random weights: zoo {rel['generate']['zoo']:.2f}x generate "
             f"(target >= 2.5x), {rel['ct2_fp32']['zoo']:.2f}x CTranslate2 fp32 (target >= 1.0x)"
         )
-    (RESULTS / "translation_speed.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "translation_speed.md").write_text(markdown(result))
+    (args.out / "translation_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "translation_speed.md").write_text(markdown(result))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +25,6 @@ from bench.optimizers import timm_optimizer, zoo_optimizer
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.convert.timm_vit import vit_from_timm
 
-RESULTS = Path(__file__).parent / "results"
 PRESETS = {
     "small": dict(img_size=32, patch_size=4, embed_dim=192, depth=6, num_heads=3, batch=64),
     "vit_small": dict(img_size=224, patch_size=16, embed_dim=384, depth=12, num_heads=6, batch=64),
@@ -143,8 +141,8 @@ def main() -> None:
 
     rows, setup = run(args.preset, torch.device(args.device), args.repeats, args.compile)
     meta = run_meta("bench.vit_speed", "timm", timm.__version__, setup)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "vit_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "vit_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
     lines = [
         "# zoo ViT vs timm VisionTransformer (same architecture and weights)",
         "",
@@ -159,7 +157,7 @@ def main() -> None:
             f"| {r['mode']} | {r['precision']} | {r['zoo_images_per_s']:.0f} | "
             f"{r['timm_images_per_s']:.0f} | {r['ratio']:.2f}x |"
         )
-    (RESULTS / "vit_speed.md").write_text("\n".join(lines) + "\n")
+    (args.out / "vit_speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

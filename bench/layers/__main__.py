@@ -4,8 +4,8 @@
     python -m bench.layers --full     # larger grid, about 4 minutes
 
 Writes layers.md (the paper's table beside the measured one), layers.json (raw numbers),
-layers_*.png (log-log plots) and README_layers_section.md (the README's section, with these
-numbers) into --out (bench/results by default).
+and layers_*.png (log-log plots) into --out (runs/bench by default; bench/results to record them,
+then `python -m bench.tables` updates docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ import json
 import platform
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
 from bench.layers import measure, report
+from bench.output import add_out_option
 from zoo.blocks.mixers import MIXERS, build_mixer
-
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 @dataclass(frozen=True)
@@ -150,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="the quick grid (the default)")
     mode.add_argument("--full", action="store_true", help="the larger grid (about 4 minutes)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="output folder")
+    add_out_option(parser)
     parser.add_argument(
         "--threads",
         type=int,
@@ -184,8 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     for path in report.plot(results, args.out):
         log(f"wrote {path}")
     (args.out / "layers.md").write_text(report.markdown(results))
-    (args.out / "README_layers_section.md").write_text(report.readme_section(results))
-    log(f"wrote {args.out / 'layers.md'}, layers.json and README_layers_section.md")
+    log(f"wrote {args.out / 'layers.md'}, layers.json and the plots")
 
 
 if __name__ == "__main__":

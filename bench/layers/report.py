@@ -210,7 +210,7 @@ def markdown(results: dict) -> str:
         f"{cfg['machine']}, {cfg['threads']} thread(s); causal layers, batch {cfg['batch']}, "
         f"kernel size k = {cfg['kernel_size']} (restricted attention: the same neighbourhood, "
         f"r = k). Raw numbers: `layers.json`. How each column is measured and where it differs "
-        "from the paper: `README_layers_section.md`.",
+        "from the paper: docs/benchmarks.md.",
         "",
         *_table1(results),
         "",
@@ -280,120 +280,6 @@ def _compact_table(results: dict) -> list[str]:
 
 def _cross_text(entry: dict) -> str:
     return f"n ≈ {entry['n']:.0f}" if entry["n"] is not None else entry["note"]
-
-
-def readme_section(results: dict) -> str:
-    """The README's section on the layer benchmark, with this run's numbers."""
-    cfg, summary = results["config"], results["summary"]
-    layers = summary["layers"]
-    lengths, dims = cfg["flop_lengths"], cfg["flop_dims"]
-    k = cfg["kernel_size"]
-    time_dim = next(iter(results["time_memory"]))
-    t_cross = {name: _cross_text(summary["crossover_time"][name][time_dim]) for name in RECURRENT}
-    f_cross = summary["crossover_flops"]
-    gru_d = ", ".join(f"{_cross_text(f_cross['gru'][str(d)])} at d = {d}" for d in dims)
-    lstm_d = ", ".join(f"{_cross_text(f_cross['lstm'][str(d)])} at d = {d}" for d in dims)
-    timings = results["time_memory"][time_dim]
-    att_mem = timings["attention"]["peak_bytes"]
-    mem_growth = fit_exponent(cfg["time_lengths"][-3:], att_mem[-3:])
-    local_seq = results["sequential_ops"]["local_attention"][0]
-    per_token = {name: layers[name]["sequential_ops_per_token"] for name in RECURRENT}
-    command = "python -m bench.layers" + (" --full" if cfg["mode"] == "full" else "")
-    lines = [
-        "## Layer types: the paper's Table 1, measured",
-        "",
-        "Section 4 of the paper argues for self-attention with Table 1: complexity per layer, "
-        "sequential operations and maximum path length of self-attention, recurrent, "
-        "convolutional and restricted self-attention layers. `bench.layers` measures the three "
-        "columns (and wall time, memory and the crossover with recurrence) for every sequence "
-        "layer in `zoo.blocks.MIXERS`, all with the interface `(B, T, D) -> (B, T, D)`: full "
-        "and restricted self-attention (`LocalAttention`, blockwise, O(r·n·d)), tanh RNN, GRU, "
-        "LSTM, and contiguous, dilated and depthwise-separable convolutions.",
-        "",
-        *COMMANDS,
-        f"It writes `bench/results/layers.md` (the full table, crossovers, time and memory), "
-        f"`layers.json` (raw numbers) and three log-log plots. From `{command}`, causal layers, "
-        f"k = r = {k}:",
-        "",
-        *_compact_table(results),
-        "",
-        "![FLOPs per layer against n](bench/results/layers_flops.png)",
-        "",
-        "How each column is measured:",
-        "",
-        "- **FLOPs**: `torch.utils.flop_counter` on the forward pass over a grid of n "
-        f"({lengths[0]}..{lengths[-1]}) and d ({dims[0]}..{dims[-1]}); the formula is a "
-        "least-squares fit of the counts on n·d, n·d², n²·d, and log-log slopes give the "
-        "exponents. Two gaps in the counter are closed: torch has no formula for the CPU "
-        "attention kernel (`_scaled_dot_product_flash_attention_for_cpu`), which would make "
-        "attention count as its projections only, so its own SDPA formula is registered for it; "
-        "and the fused LSTM kernel is one opaque op with no count, so recurrent layers are "
-        "counted on `Recurrent.unrolled`, an explicit loop of the cell's matmuls that the tests "
-        "hold equal to `nn.RNN`/`nn.GRU`/`nn.LSTM`. Every count equals the analytic formula.",
-        "- **Sequential operations**: a `TorchDispatchMode` records every op the forward pass "
-        "runs and the tensors it reads; the longest chain of dependent ops (views count zero) is "
-        "the number of steps that no amount of parallel hardware can overlap. Recurrent layers "
-        "are traced on their per-step loop (torch runs RNN and GRU that way on CPU too).",
-        "- **Maximum path length**: gradient reachability in float64 with random weights: the "
-        "smallest number of mixing steps after which every output position has a nonzero "
-        "gradient with respect to every input position it may see (for causal layers: every "
-        "earlier one; a dependence on a later one fails the run). A step is one layer of a "
-        "stack. One recurrent layer already connects every pair, through a chain of up to "
-        "n − 1 cell steps, and the paper's path length counts those steps; so for recurrent "
-        "layers a step is one parallel (Jacobi) sweep of the recurrence, "
-        "position t taking position t - 1's state of the previous sweep, which after n - 1 "
-        "sweeps equals the layer exactly (tested): the n - 1 hops a recurrent layer chains.",
-        f"- **Wall time and memory**: best of {cfg['repeats']} forward + backward passes at "
-        f"d = {time_dim}, batch {cfg['batch']}, {cfg['threads']} CPU thread(s), on a machine "
-        "shared with other jobs (expect noise); memory is the peak of the tensors that ops "
-        "allocate during the pass (followed to their release), not kernels' internal scratch.",
-        "",
-        "Where the measurements differ from the paper, and why:",
-        "",
-        f"- **Self-attention costs {_formula(layers['attention']['flops_terms'])}, not n²·d.** "
-        "The table's O(n²·d) counts the attention product; the q/k/v and output projections "
-        "add 8·n·d², the order of a recurrent layer. Where n ≫ d the n² term dominates: the "
-        f"slope in n is {layers['attention']['flops_exponent_n']:.2f} over n = "
-        f"{lengths[-3]}..{lengths[-1]} at d = {dims[0]}, the slope in d "
-        f"{layers['attention']['flops_exponent_d']:.2f} at n = {lengths[-1]}. The same "
-        "projections give restricted attention "
-        f"{_formula(layers['local_attention']['flops_terms'])} where the paper writes O(r·n·d); "
-        "its blockwise kernel scores 2w (causal) or 3w keys per query for a band of w + 1 or "
-        "2w + 1, at most 1.5 times the band's work, still linear in n. Causal full attention "
-        "is counted dense (the kernel skips masked blocks; the counter cannot know).",
-        f'- **"Self-attention is faster than recurrence when n < d" is exact for the GRU.** '
-        f"With the projections counted, attention's 8·n·d² + 4·n²·d meets a recurrent layer's "
-        f"2·G·n·d·2d (G gates) at n = (G − 2)·d. Measured: GRU (G = 3) {gru_d}; LSTM (G = 4) "
-        f"{lstm_d}; the tanh RNN (G = 1) never, its whole cost 4·n·d² being below attention's "
-        "projections alone. The paper compares the leading terms n²·d and n·d² without "
-        "constants.",
-        "- **Wall time follows the sequential operations more than the FLOPs.** Where "
-        f"attention stops being faster on this CPU at d = {time_dim}: against the RNN, "
-        f"{t_cross['rnn']}; the GRU, {t_cross['gru']}; the LSTM, {t_cross['lstm']}; although "
-        "attention does more FLOPs than the RNN at every n and than the GRU beyond n = d. "
-        "Torch runs the RNN and the GRU as n dependent small matmuls (the O(n) sequential "
-        f"operations above, {per_token['rnn']:g} and {per_token['gru']:g} ops per token), each "
-        "paying dispatch overhead, and the LSTM as one fused oneDNN kernel. On this shared "
-        "machine timings, and the crossovers with them, move by tens of percent between runs.",
-        "- **Path lengths equal the exact formulas behind the O(·)**: 1 for self-attention, "
-        "n − 1 for recurrence, ⌈(n − 1)/(k − 1)⌉ causal and ⌈(n − 1)/((k − 1)/2)⌉ 'same' for "
-        "contiguous kernels (the paper's O(n/k)), and ⌈(n − 1)/w⌉ for restricted attention with "
-        "half-width w (O(n/r)). Dilated convolutions give the O(log_k(n)) of Table 1 with "
-        "dilation k^i when causal; with 'same' padding dilation k^i would leave offsets whose "
-        "only paths step outside the sequence (cut by the zero padding: n = 8, k = 3 never "
-        "connects), so the stack uses dilation ((k + 1)/2)^i and needs ⌈log_((k+1)/2)(n)⌉ layers.",
-        f"- **Sequential operations are O(1) and O(n) as in the table, with constants**: "
-        f"{results['sequential_ops']['attention'][0]} ops for full attention, {local_seq} for "
-        "restricted attention (padding, gathering the neighbour blocks and building the block "
-        "mask), 2 or 3 for convolutions, and "
-        + ", ".join(f"{v:g} per token for the {n.upper()}" for n, v in per_token.items())
-        + ".",
-        f"- **Memory (not in the table) grows linearly for attention** (slope "
-        f"{mem_growth:.2f} over the three largest n): the fused CPU kernel never materialises "
-        "the n × n weights, so the n² shows in FLOPs and time but not in memory.",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 MARKERS = dict(zip(PAPER, "osv^D<x+"))
