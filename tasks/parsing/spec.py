@@ -210,6 +210,8 @@ class ParsingSpec(TaskSpec):
             "sentences_per_s": round(len(gold) / max(seconds, 1e-9), 2),
             "device": options.device,
         }
+        if len(loaded.members) > 1:  # the checkpoint files (the record's `ensemble` names the runs)
+            metrics["members"] = [str(m.path) for m in loaded.members]
         models = " + ".join(str(m.path) for m in loaded.members)
         summary = (
             f"{report(scored)}\n\n{options.split}: labeled F1 {metrics['f1']:.2f}, exact match "

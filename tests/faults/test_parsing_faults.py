@@ -1,6 +1,6 @@
-"""Faults against the parsing CLIs (train, parse, evaluate), run as subprocesses on a tiny run:
-bad sentences, bytes that are not UTF-8, checkpoints of another task, malformed tree files and
-missing data."""
+"""Faults against the parsing CLIs (python -m zoo VERB parsing, and the tasks.parsing shims), run
+as subprocesses on a tiny run: bad sentences, bytes that are not UTF-8, checkpoints of another
+task, options the parser has no meaning for, malformed tree files and missing data."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from nltk import Tree
 
 
 def parse(run_dir: Path, *args: str, input: bytes | str = b"") -> object:
-    return run("tasks.parsing.parse", str(run_dir), *args, input=input)
+    return run("zoo", "parse", "parsing", str(run_dir), *args, input=input)
 
 
 def test_non_utf8_on_stdin_names_the_line(parsing_run):
     assert_refused(parse(parsing_run, input=b"the dog barked\nthe \xff cat\n"), "stdin:2", "UTF-8")
+    shim = run("tasks.parsing.parse", str(parsing_run), input=b"the dog barked\nthe \xff cat\n")
+    assert_refused(shim, "stdin:2", "UTF-8")
 
 
 def test_non_utf8_in_the_input_file_names_file_and_line(parsing_run, tmp_path):
@@ -45,6 +47,15 @@ def test_checkpoints_of_another_task_are_refused_both_ways(parsing_run, vit_run)
     before = fingerprint(parsing_run / "checkpoints")
     assert_refused(run("tasks.vit.evaluate", str(parsing_run)), "ParsingConfig", "ViTConfig")
     assert fingerprint(parsing_run / "checkpoints") == before
+
+
+def test_options_parsing_has_no_meaning_for_are_refused_in_one_line(parsing_run, tmp_path):
+    assert_refused(run("zoo", "export", "parsing", str(parsing_run), f"--output={tmp_path / 'x'}"),
+                   "parsing: no export format")  # fmt: skip
+    assert_refused(parse(parsing_run, "--batch_size=8", input="the dog\n"), "--max_tokens")
+    assert_refused(run("zoo", "evaluate", "parsing", str(parsing_run), "--split=bogus"), "split")
+    missing = f"--output={tmp_path / 'no' / 'pred.mrg'}"
+    assert_refused(run("zoo", "evaluate", "parsing", str(parsing_run), missing), "does not exist")
 
 
 def test_a_malformed_tree_file_names_file_and_line(tmp_path):

@@ -1,4 +1,6 @@
-"""The CLIs on a tiny run: train, parse (stdin, --pretty, --png), evaluate (trees in PTB format, ensembles)."""
+"""The CLIs on a tiny run: train, parse (stdin, --pretty), attention (span scores, the tree,
+the seq2seq cross-attention), evaluate (trees in PTB format, ensembles), through the shims and the
+shared verbs."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from nltk import Tree
 from tasks.parsing import evaluate, parse, train
 from tasks.parsing.chart.batches import chart_input
 from tasks.parsing.config import ParsingConfig
-from tasks.parsing.inference import TrainedParserOptions, load_parser
+from tasks.parsing.spec import ParsingOptions, ParsingSpec, load_runs
 from tests.tasks.parsing.conftest import tiny_chart_run
 from zoo.config import load_config
+from zoo.verbs.cli import run_verb
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -42,18 +45,33 @@ def test_train_ends_with_a_test_score(run_dir: Path) -> None:
     assert (run_dir / "test.json").is_file() and "f1" in json.loads((run_dir / "test.json").read_text())
 
 
+def attention(*argv: str):
+    return run_verb(ParsingSpec(), "attention", list(argv))
+
+
 def test_parse_reads_stdin_and_draws(run_dir: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("The dog saw a cat.\n\nShe didn't smile.\n"))
-    png, scores = tmp_path / "tree.png", tmp_path / "scores.png"
-    lines = parse.main([str(run_dir), "--png", str(png), f"--scores_png={scores}", "--threads=1"])
-    trees = [Tree.fromstring(line) for line in lines]
+    lines = parse.main([str(run_dir), "--threads=1"])
+    assert lines[1] == ""  # a blank line stays blank: outputs line up with inputs
+    trees = [Tree.fromstring(line) for line in lines if line]
     assert [t.leaves() for t in trees] == [
         ["The", "dog", "saw", "a", "cat", "."],
         ["She", "did", "n't", "smile", "."],
     ]
+    sentence = _write(tmp_path, "The dog saw a cat.")
+    scores, png = tmp_path / "scores.png", tmp_path / "tree.png"
+    attention(str(run_dir), f"--input={sentence}", f"--output={scores}", "--threads=1")  # span scores
+    attention(str(run_dir), f"--input={sentence}", f"--output={png}", "--picture=tree", "--threads=1")
     assert png.stat().st_size > 1000 and scores.stat().st_size > 1000
+    capsys.readouterr()
     parse.main([str(run_dir), "--pretty", "--pretokenized", f"--input={_write(tmp_path, 'a b')}"])
     assert "a" in capsys.readouterr().out
+
+
+def test_the_old_picture_options_name_the_attention_verb(run_dir: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        parse.main([str(run_dir), "--png=x.png"])
+    assert stop.value.code == 2 and "attention parsing RUN --picture=tree" in capsys.readouterr().err
 
 
 def _write(folder: Path, text: str) -> Path:
@@ -63,12 +81,17 @@ def _write(folder: Path, text: str) -> Path:
 
 
 def test_evaluate_writes_ptb_trees_and_scores(run_dir: Path, tmp_path: Path) -> None:
-    result = evaluate.main([str(run_dir), "--split", "test", f"--out={tmp_path}", "--threads=1"])
-    predicted = (tmp_path / "test.pred.mrg").read_text().splitlines()
-    gold = (tmp_path / "test.gold.mrg").read_text().splitlines()
+    pred, gold_file = tmp_path / "test.pred.mrg", tmp_path / "test.gold.mrg"
+    result = evaluate.main(
+        [str(run_dir), "--split", "test", f"--output={pred}", f"--gold={gold_file}", "--threads=1"]
+    )
+    predicted = pred.read_text().splitlines()
+    gold = gold_file.read_text().splitlines()
     assert len(predicted) == len(gold) == result["sentences"] == 5
     assert [Tree.fromstring(p).leaves() for p in predicted] == [Tree.fromstring(g).leaves() for g in gold]
-    assert json.loads((tmp_path / "test.json").read_text())["f1"] == result["f1"]
+    assert json.loads((run_dir / "eval_test.json").read_text())["f1"] == result["f1"]
+    dev = evaluate.main([str(run_dir), "--split=dev", "--limit=2", "--threads=1"])  # dev = valid
+    assert dev["split"] == "valid" and dev["sentences"] == 2
 
 
 @pytest.fixture(scope="module")
@@ -96,18 +119,21 @@ def seq2seq_run(tmp_path_factory) -> Path:
     return out
 
 
-def test_parse_draws_the_seq2seq_cross_attention(seq2seq_run: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("The dog saw a cat .\n"))
+def test_attention_draws_the_seq2seq_cross_attention(seq2seq_run: Path, tmp_path: Path, capsys) -> None:
     png = tmp_path / "attention.png"
-    [line] = parse.main([str(seq2seq_run), f"--attention_png={png}", "--pretokenized", "--threads=1"])
+    sentence = _write(tmp_path, "The dog saw a cat .")
+    attention(str(seq2seq_run), f"--input={sentence}", f"--output={png}", "--pretokenized", "--threads=1")
+    line = capsys.readouterr().out.strip()
     assert Tree.fromstring(line).leaves() == ["The", "dog", "saw", "a", "cat", "."]
     height, width, _ = matplotlib.image.imread(png).shape
     assert height > width  # 2 layers of (symbols + EOS) rows over 4 heads of 7 source columns
 
 
-def test_a_picture_for_the_other_parser_kind_is_refused_before_parsing(run_dir: Path, capsys) -> None:
+def test_a_picture_for_the_other_parser_kind_is_refused_before_parsing(
+    run_dir: Path, tmp_path, capsys
+) -> None:
     with pytest.raises(SystemExit) as stop:
-        parse.main([str(run_dir), "--attention_png=x.png", "--threads=1"])
+        attention(str(run_dir), "--picture=attention", f"--input={_write(tmp_path, 'a b')}", "--threads=1")
     assert stop.value.code == 2 and "only for the seq2seq parser" in capsys.readouterr().err
 
 
@@ -115,8 +141,8 @@ def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(
     run_dir: Path, tmp_path: Path
 ) -> None:
     other = tiny_chart_run(tmp_path / "seed1", "--train.seed=1")
-    ensemble = load_parser(TrainedParserOptions(run=str(run_dir), ensemble=str(other)))
-    members = [load_parser(TrainedParserOptions(run=str(run))).model.eval() for run in (run_dir, other)]
+    ensemble = load_runs(ParsingOptions(run=str(run_dir), ensemble=str(other)))
+    members = [load_runs(ParsingOptions(run=str(run))).model.eval() for run in (run_dir, other)]
     x = chart_input([["the", "dog", "saw", "a", "cat"], ["she", "smiled"]], ensemble.vocab)
     with torch.no_grad():
         scores, tags = ensemble.model.eval()(*x.model_inputs())
@@ -129,11 +155,14 @@ def test_an_ensemble_averages_its_members_span_scores_and_tag_probabilities(
 def test_evaluate_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(
     run_dir: Path, tmp_path: Path
 ) -> None:
-    alone = evaluate.main([str(run_dir), "--split", "test", f"--out={tmp_path / 'alone'}", "--threads=1"])
-    twice = evaluate.main([str(run_dir), "--split", "test", f"--ensemble={run_dir}", "--threads=1"])
-    assert twice["ensemble"] == [alone["checkpoint"]] * 2 and alone["ensemble"] is None
-    assert Path(twice["predicted"]).parent == run_dir / "eval-ensemble2"
-    assert Path(twice["predicted"]).read_text() == Path(alone["predicted"]).read_text()
+    alone_file, twice_file = tmp_path / "alone.mrg", tmp_path / "twice.mrg"
+    alone = evaluate.main([str(run_dir), "--split", "test", f"--output={alone_file}", "--threads=1"])
+    twice = evaluate.main(
+        [str(run_dir), "--split", "test", f"--ensemble={run_dir}", f"--output={twice_file}", "--threads=1"]
+    )
+    assert twice["ensemble"] == [str(run_dir)] * 2 and "ensemble" not in alone
+    assert twice["members"] == [alone["checkpoint"]] * 2 and "members" not in alone
+    assert twice_file.read_text() == alone_file.read_text()
     assert twice["f1"] == alone["f1"]
 
 

@@ -9,8 +9,8 @@ from nltk import Tree
 from tasks.parsing.chart.batches import chart_input
 from tasks.parsing.chart.task import hinge_loss
 from tasks.parsing.data import Vocab
-from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.parsers import build_model
+from tasks.parsing.spec import ParsingOptions, load_runs
 from tasks.parsing.task import ParsingTask, parse, score_trees
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.decode.cky import cky
@@ -25,7 +25,7 @@ def test_hinge_is_zero_only_when_gold_beats_every_tree_by_its_cost() -> None:
     scores[0, 0, 3, 1] = scores[0, 0, 2, 2] = 1.5  # ... and the gold labels win
     assert hinge_loss(scores, gold, torch.tensor([3])).item() == 0.0
     best = cky(scores, [3]).spans[0]
-    assert {(i, j, l) for i, j, l in best if l} == {(0, 3, 1), (0, 2, 2)}
+    assert {(i, j, label) for i, j, label in best if label} == {(0, 3, 1), (0, 2, 2)}
 
 
 @pytest.mark.parametrize("beam_size", [1, 21])
@@ -66,7 +66,7 @@ def test_a_factored_parser_reloads_as_it_was_trained(handful, tmp_path) -> None:
     cfg = tiny_config("chart", str(tmp_path), 20)
     cfg.model.partitioned = True
     result = fit(cfg, ParsingTask(cfg, handful))
-    loaded = load_parser(TrainedParserOptions(run=str(tmp_path), checkpoint="last"))
+    loaded = load_runs(ParsingOptions(run=str(tmp_path), checkpoint="last"))
     assert any("parametrizations" in key for key in loaded.model.state_dict())
     inputs = chart_input([t.leaves() for t in handful["test"]], loaded.vocab).model_inputs()
     with evaluation(result.model) as trained, evaluation(loaded.model) as reloaded:

@@ -1,4 +1,4 @@
-"""Parsers reading a pretrained BERT: word pieces, the reader, batching, the checkpoint (chart and seq2seq)."""
+"""Parsers reading a pretrained BERT: word pieces, the reader, batching, the checkpoint (both parsers)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from tasks.parsing.chart.batches import chart_input
-from tasks.parsing.inference import TrainedParserOptions, load_parser
 from tasks.parsing.pieces import BertSpec, WordPieces, unescape
 from tasks.parsing.seq2seq.batches import piece_source
 from tasks.parsing.seq2seq.model import rename_old_keys
+from tasks.parsing.spec import ParsingOptions, load_runs
 from tasks.parsing.task import ParsingTask, bert_of, parse
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.convert.hf_bert import LoadedBert, read_hf_directory, write_hf_directory
@@ -131,7 +131,7 @@ def test_a_parser_with_a_bert_learns_and_parses_from_its_checkpoint_alone(
     result = fit(cfg, ParsingTask(cfg, handful))
     assert result.metrics["f1"] == 100.0
     shutil.rmtree(bert_dir)  # the checkpoint holds the BERT's shape, tokenizer and weights
-    parser = load_parser(TrainedParserOptions(run=str(result.run_dir), checkpoint="last"))
+    parser = load_runs(ParsingOptions(run=str(result.run_dir), checkpoint="last"))
     sentences = [t.leaves() for t in handful["test"]]
     with evaluation(parser.model) as model:
         # The seq2seq parser writes XX for every tag: it takes the gold ones, as EVALB scoring does.

@@ -37,7 +37,7 @@ def test_silver_parses_each_qualifying_sentence_once_as_parse_does(run_dir: Path
     text.write_text(WIKI)
     out = tmp_path / "silver.mrg"
     written = silver.main(
-        [str(run_dir), f"--input={text}", f"--out={out}", "--min_words=4", "--max_words=12", "--threads=1"]
+        [str(run_dir), f"--input={text}", f"--output={out}", "--min_words=4", "--max_words=12", "--threads=1"]
     )
     trees = [Tree.fromstring(line) for line in out.read_text().splitlines()]
     # Skipped: the heading, "It ran." (3 words), the repeat, the 21-word sentence, the markup.
@@ -47,9 +47,18 @@ def test_silver_parses_each_qualifying_sentence_once_as_parse_does(run_dir: Path
     sentences.write_text("\n".join(expected) + "\n")
     assert out.read_text().splitlines() == parse.main([str(run_dir), f"--input={sentences}", "--threads=1"])
     silver.main(
-        [str(run_dir), f"--input={tmp_path}", f"--out={out}", "--sentences=1", "--min_words=4", "--threads=1"]
+        [str(run_dir), f"--input={tmp_path}", f"--output={out}", "--limit=1", "--min_words=4", "--threads=1"]
     )  # a folder of wiki_NN files
     assert len(out.read_text().splitlines()) == 1
+
+
+def test_silver_reads_its_old_option_names_with_a_note(run_dir: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "in.txt").write_text("The dog saw a cat in the park .\n")
+    out = tmp_path / "silver.mrg"
+    args = [f"--input={tmp_path / 'in.txt'}", "--format=text", f"--out={out}", "--sentences=1", "--threads=1"]
+    assert silver.main([str(run_dir), *args]) == 1 and len(out.read_text().splitlines()) == 1
+    err = capsys.readouterr().err
+    assert "--out is now --output" in err and "--sentences is now --limit" in err
 
 
 def test_silver_refuses_a_parser_without_tags(tmp_path: Path, capsys) -> None:
@@ -74,7 +83,7 @@ def test_silver_refuses_a_parser_without_tags(tmp_path: Path, capsys) -> None:
     (tmp_path / "in.txt").write_text("The dog saw a cat .\n")
     with pytest.raises(SystemExit) as stop:
         silver.main(
-            [str(run), f"--input={tmp_path / 'in.txt'}", "--format=text", f"--out={tmp_path / 'o.mrg'}"]
+            [str(run), f"--input={tmp_path / 'in.txt'}", "--format=text", f"--output={tmp_path / 'o.mrg'}"]
         )
     assert stop.value.code == 2 and "only the chart parser predicts" in capsys.readouterr().err
     assert not (tmp_path / "o.mrg").exists()
