@@ -77,13 +77,20 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(dim, dim, bias=bias)
 
     def _split_heads(self, x: Tensor) -> Tensor:
-        return rearrange(x, "b t (h d) -> b h t d", h=self.num_heads)
+        # "b t (h d) -> b h t d" as a view and a transpose: on every decoding step, where einops'
+        # per-call cost (~5-10 us) showed (bench/results/refactor_cache_einops.md)
+        b, t, _ = x.shape
+        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
 
     def _merge_heads(self, out: Tensor, rows: int | None = None) -> Tensor:
         """(n, H, g T, Dh) outputs of `rows` = g n query rows grouped as in `_group_rows` (g = 1
         without `rows`) -> projected (rows, T, D)."""
-        g = (rows or out.shape[0]) // out.shape[0]
-        return self.out_proj(rearrange(out, "n h (g t) d -> (n g) t (h d)", g=g))
+        n, heads, gt, head_dim = out.shape
+        rows = rows or n
+        t = gt // (rows // n)
+        # "n h (g t) d -> (n g) t (h d)" in one copy (plain calls, as in `_split_heads`)
+        out = out.view(n, heads, rows // n, t, head_dim).permute(0, 2, 3, 1, 4)
+        return self.out_proj(out.reshape(rows, t, heads * head_dim))
 
     def _bias(self, part: int) -> Tensor | None:
         bias = self.qkv_proj.bias
@@ -175,7 +182,9 @@ def _group_rows(q: Tensor, sequences: int) -> Tensor:
         return q
     if rows % sequences:
         raise ValueError(f"{rows} query rows cannot share {sequences} context sequences evenly")
-    return rearrange(q, "(n g) h t d -> n h (g t) d", n=sequences)
+    g = rows // sequences
+    # "(n g) h t d -> n h (g t) d" (plain calls, as in `_split_heads`)
+    return q.view(sequences, g, *q.shape[1:]).transpose(1, 2).reshape(sequences, q.shape[1], -1, q.shape[3])
 
 
 # The attention modules being recorded, each with its list of weights; empty outside
