@@ -65,7 +65,13 @@ TINY = {
         lambda folder: digit_png(folder / "digit.png"),
     ),
     "reverse": Tiny(["--data.batch_size=8", "--data.valid_size=16"], lambda _: "3 1 4 1 5"),
-    "parsing": Tiny(["--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.num_heads=2", "--model.encoder_layers=1", "--model.char_dim=8", "--model.label_hidden=32"], lambda _: "the old dog saw a cat with the telescope ."),
+    "parsing": Tiny(
+        [
+            "--data.grammar_sizes=[40,5,5]", "--model.dim=32", "--model.ffn_dim=64", "--model.num_heads=2",
+            "--model.encoder_layers=1", "--model.char_dim=8", "--model.label_hidden=32",
+        ],
+        lambda _: "the old dog saw a cat with the telescope .",
+    ),
 }  # fmt: skip
 
 
