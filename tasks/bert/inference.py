@@ -22,7 +22,9 @@ from zoo.config import UserError  # noqa: E402
 @torch.no_grad()
 def fill_mask(loaded: Any, text: str, top_k: int = 5) -> list[list[dict]]:
     """Per [MASK] of `text`, its `top_k` fillers: {score, token, token_str, sequence}, where
-    sequence is the text with that [MASK] filled (the others left as they are)."""
+    sequence is the text with that [MASK] filled. As in the transformers `fill-mask` pipeline, a
+    line with one [MASK] decodes without special tokens; a line with several keeps them all, so
+    the other [MASK]s stay visible (and so do [CLS] and [SEP], as the pipeline prints them)."""
     tokenizer, model = loaded.tokenizer, loaded.model
     ids = [tokenizer.cls_id, *tokenizer.encode(text), tokenizer.sep_id]
     if len(ids) > model.max_len:
@@ -32,6 +34,8 @@ def fill_mask(loaded: Any, text: str, top_k: int = 5) -> list[list[dict]]:
     if not masked.any():
         raise UserError(f"no [MASK] in {text[:60]!r}")
     probabilities = model(input_ids, masked_positions=masked).mlm.float().softmax(dim=-1)
+    # WordPieceTokenizer.decode skips special tokens; its tokenizers pipeline can keep them.
+    keep_specials = int(masked.sum()) > 1
     results = []
     for position, probs in zip(masked[0].nonzero()[:, 0].tolist(), probabilities):
         scores, tokens = probs.topk(min(top_k, len(probs)))
@@ -44,7 +48,7 @@ def fill_mask(loaded: Any, text: str, top_k: int = 5) -> list[list[dict]]:
                     "score": score,
                     "token": token,
                     "token_str": tokenizer.convert_ids_to_tokens([token])[0],
-                    "sequence": tokenizer.decode(filled),  # specials skipped
+                    "sequence": tokenizer.tokenizer.decode(filled, skip_special_tokens=not keep_specials),
                 }
             )
         results.append(fillers)

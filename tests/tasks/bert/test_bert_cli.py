@@ -115,6 +115,21 @@ def test_fill_mask_matches_the_transformers_pipeline(run_dir, hf_dir, monkeypatc
     monkeypatch.setattr("sys.stdin", io.StringIO(TEXTS[1] + "\n"))
     fill_mask.main([str(run_dir), "--top_k=2"])
     assert "[MASK] 2:" in capsys.readouterr().out
+
+
+def test_fill_mask_keeps_the_other_masks_as_the_pipeline_does(run_dir, hf_dir, monkeypatch, capsys):
+    # Two masks: one list per [MASK], and each sequence keeps the other [MASK] (the pipeline then
+    # decodes with the special tokens, [CLS] and [SEP] included).
+    monkeypatch.setattr("sys.stdin", io.StringIO(TEXTS[1] + "\n"))
+    fill_mask.main([str(run_dir), "--top_k=2", "--json"])
+    ours = json.loads(capsys.readouterr().out)["output"]
+    theirs = pipeline("fill-mask", model=str(hf_dir), tokenizer=str(hf_dir), top_k=2)(TEXTS[1])
+    assert len(ours) == len(theirs) == 2
+    for mine, pipelines in zip(ours, theirs):
+        assert [r["token"] for r in mine] == [r["token"] for r in pipelines]
+        assert [r["score"] for r in mine] == pytest.approx([r["score"] for r in pipelines], abs=1e-5)
+        assert [r["sequence"] for r in mine] == [r["sequence"] for r in pipelines]
+        assert all(r["sequence"].count("[MASK]") == 1 for r in mine)
     monkeypatch.setattr("sys.stdin", io.StringIO("no mask here\n"))
     with pytest.raises(SystemExit):  # main_guard: one line, exit 2
         fill_mask.main([str(run_dir)])
