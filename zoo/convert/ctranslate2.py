@@ -4,15 +4,22 @@ CTranslate2 is the inference engine deployers use for Transformer translation mo
 `write_ctranslate2` writes its model directory (model.bin, config.json, the shared vocabulary)
 plus the SentencePiece model (spm.model), so that
 
+    tokenizer = SentencePieceTokenizer.load(f"{OUT}/spm.model")
+    pieces = tokenizer.pieces(tokenizer.encode(text))
     translator = ctranslate2.Translator(OUT)
-    pieces = sentencepiece.SentencePieceProcessor(model_file=f"{OUT}/spm.model").encode(text, out_type=str)
-    translator.translate_batch([pieces], beam_size=4, length_penalty=0.6)
+    translator.translate_batch([pieces], beam_size=1, **search_options(tokenizer, len(pieces)))
 
-translates as zoo does (the source EOS is added by the engine, from the exported config). What
-maps onto what: post-norm or pre-norm residuals (with the pre-norm stacks' final norms), LayerNorm
-or RMSNorm and its epsilon, ReLU or GELU, the position table itself (sinusoidal or learned:
-written out, so no layout convention has to agree), the sqrt(D) embedding scale, and the
-embeddings shared by source, target and output projection. Restricted self-attention
+translates as zoo's greedy search does (the source EOS is added by the engine, from the exported
+config; beam search agrees too without a length penalty, whose formulas differ). The search
+rules are options of the call, not of the model directory, and one differs by default: the
+engine's `min_decoding_length=1` forbids EOS at the first step (as fairseq's min_len=1), where
+zoo lets a hypothesis end at once (an empty translation, as Hugging Face's generate does with its
+default min_length=0); `search_options` gives the arguments under which the two searches agree.
+
+What maps onto what: post-norm or pre-norm residuals (with the pre-norm stacks' final norms),
+LayerNorm or RMSNorm and its epsilon, ReLU or GELU, the position table itself (sinusoidal or
+learned: written out, so no layout convention has to agree), the sqrt(D) embedding scale, and
+the embeddings shared by source, target and output projection. Restricted self-attention
 (model.window) has no CTranslate2 counterpart and is refused.
 
 The ctranslate2 package (an optional peer) is imported only when a spec is built.
@@ -20,7 +27,9 @@ The ctranslate2 package (an optional peer) is imported only when a spec is built
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 from torch import Tensor, nn
 
@@ -77,6 +86,34 @@ def _ffn(spec, layer: nn.Module) -> None:
     _linear(spec.linear_0, layer.ffn.fc1)
     _linear(spec.linear_1, layer.ffn.fc2)
     _norm(spec.layer_norm, layer.ffn_res.norm)
+
+
+def search_options(
+    tokenizer: SentencePieceTokenizer, source_pieces: int, *, max_len_a: float = 1.0, max_len_b: int = 50
+) -> dict[str, Any]:
+    """Keyword arguments of `ctranslate2.Translator.translate_batch` under which the engine's
+    search stops where zoo.decode's does, for a source of `source_pieces` pieces (its EOS not
+    counted; the engine adds it):
+
+    - `min_decoding_length=0`: zoo may choose EOS first (an empty output); the engine's default 1
+      forbids it there and gives a sentence where zoo gives none;
+    - `max_decoding_length`: zoo's limit, floor(a * |source with EOS| + b) tokens, EOS not
+      counted in either;
+    - `suppress_sequences` of BOS and padding (<s>, <pad>): zoo never generates them.
+
+    The limit depends on the source, so sources of other lengths agree at the limit only when
+    translated one call each. (zoo also stops before its position table ends: model.max_len - 1.)
+
+    Args:
+        tokenizer: the exported vocabulary (the directory's spm.model), for the special pieces.
+        max_len_a, max_len_b: the limit's terms, as zoo.decode's options of the same names.
+    """
+    special = tokenizer.special
+    return {
+        "min_decoding_length": 0,
+        "max_decoding_length": math.floor(max_len_a * (source_pieces + 1) + max_len_b),
+        "suppress_sequences": [[piece] for piece in tokenizer.pieces([special.bos, special.pad])],
+    }
 
 
 def ctranslate2_spec(model: Transformer, pieces: list[str]):

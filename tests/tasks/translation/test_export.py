@@ -9,6 +9,7 @@ from tasks.translation.config import TranslationConfig
 from tasks.translation.spec import TranslationOptions, TranslationSpec
 from tasks.translation.task import TranslationTask, translate_ids
 from zoo.config import load_config
+from zoo.convert.ctranslate2 import search_options
 from zoo.train import evaluation, fit, load_trained
 
 ctranslate2 = pytest.importorskip(
@@ -73,15 +74,9 @@ def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam):
     pieces = [tokenizer.pieces(ids) for ids in sources]
     vocabulary = {piece: i for i, piece in enumerate(tokenizer.pieces(range(tokenizer.vocab_size)))}
     theirs = []
-    for source, ids in zip(pieces, sources):  # zoo's limit: a |src| + b tokens, EOS counted in |src|
-        limit = int(decode.max_len_a * (len(ids) + 1) + decode.max_len_b)
-        result = engine.translate_batch(
-            [source],
-            beam_size=beam,
-            length_penalty=0.0,
-            max_decoding_length=limit,
-            suppress_sequences=[["<s>"], ["<pad>"]],
-        )
+    for source, ids in zip(pieces, sources):  # one call each: zoo's limit depends on the source
+        options = search_options(tokenizer, len(ids), max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
+        result = engine.translate_batch([source], beam_size=beam, length_penalty=0.0, **options)
         theirs.append([vocabulary[piece] for piece in result[0].hypotheses[0]])
     assert ours == theirs
     assert (

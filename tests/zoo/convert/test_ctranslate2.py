@@ -1,6 +1,7 @@
 """zoo.convert.ctranslate2: over the written directory, CTranslate2's token log-probabilities of a
 given translation equal zoo's, and its greedy search zoo's, for the variants it maps (post- and
-pre-norm, LayerNorm and RMSNorm, ReLU and GELU, sinusoidal and learned positions); restricted
+pre-norm, LayerNorm and RMSNorm, ReLU and GELU, sinusoidal and learned positions); the search
+rules where the engine's defaults differ (EOS first, the length limit); restricted
 self-attention is refused by name. (The trained-model check through the export verb is
 tests/tasks/translation/test_export.py.)"""
 
@@ -12,10 +13,10 @@ import pytest
 import torch
 
 from zoo.config import UserError
-from zoo.convert.ctranslate2 import write_ctranslate2
+from zoo.convert.ctranslate2 import search_options, write_ctranslate2
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
-from zoo.decode import greedy_search
+from zoo.decode import beam_search, greedy_search
 from zoo.models import ModelConfig, build_model
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="needs ctranslate2 (pip install ctranslate2)")
@@ -57,12 +58,8 @@ def test_scores_and_greedy_search_equal_zoo(tokenizer, tmp_path, variant):
         src = torch.tensor([ids + [SPECIAL_IDS.eos]])  # zoo's sources end with EOS
         with torch.no_grad():
             ours = greedy_search(model, src, special=SPECIAL_IDS, max_len_a=0.0, max_len_b=MAX_LEN).best()[0]
-        result = engine.translate_batch(
-            [tokenizer.pieces(ids)],
-            beam_size=1,
-            max_decoding_length=MAX_LEN,
-            suppress_sequences=[["<s>"], ["<pad>"]],
-        )
+        options = search_options(tokenizer, len(ids), max_len_a=0.0, max_len_b=MAX_LEN)
+        result = engine.translate_batch([tokenizer.pieces(ids)], beam_size=1, **options)
         theirs = [tokenizer.pieces(range(tokenizer.vocab_size)).index(p) for p in result[0].hypotheses[0]]
         assert ours == theirs
     # a random model repeats one token; teacher-forced scores check every position's distribution
@@ -73,6 +70,46 @@ def test_scores_and_greedy_search_equal_zoo(tokenizer, tmp_path, variant):
     ours = logprobs.gather(1, torch.tensor([tgt_ids + [SPECIAL_IDS.eos]]).T)[:, 0]
     scored = engine.score_batch([tokenizer.pieces(src_ids)], [tokenizer.pieces(tgt_ids)])[0]
     torch.testing.assert_close(torch.tensor(scored.log_probs), ours, atol=1e-4, rtol=1e-4)
+
+
+def zoo_search(model, ids: list[int], beam: int, **limit) -> list[int]:
+    src = torch.tensor([ids + [SPECIAL_IDS.eos]])
+    with torch.no_grad():
+        if beam == 1:
+            return greedy_search(model, src, special=SPECIAL_IDS, **limit).best()[0]
+        return beam_search(model, src, special=SPECIAL_IDS, beam_size=beam, alpha=0.0, **limit).best()[0]
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_search_rules_where_the_engine_defaults_differ(tokenizer, tmp_path, beam):
+    """EOS may come first in zoo (an empty translation); CTranslate2's default
+    min_decoding_length=1 forbids it at step 0 and gives a sentence instead, so search_options
+    sets 0. And the length limit: a |source with EOS| + b tokens before EOS in both."""
+    model, ids = tiny(tokenizer.vocab_size), tokenizer.encode("a man in a blue shirt")
+    limit = {"max_len_a": 1.0, "max_len_b": 3}
+    with torch.no_grad():  # EOS's row (tied: input and output) made to outscore the first choice
+        first = model(torch.tensor([ids + [SPECIAL_IDS.eos]]), torch.tensor([[SPECIAL_IDS.bos]]))[0, -1]
+        model.output.weight[SPECIAL_IDS.eos] = 1.5 * model.output.weight[int(first.argmax())]
+    vocabulary, source = tokenizer.pieces(range(tokenizer.vocab_size)), [tokenizer.pieces(ids)]
+
+    def engine_search(name: str, **options) -> list[int]:
+        """Export the model as it is now into tmp_path / name (once) and search there."""
+        if not (tmp_path / name).exists():
+            write_ctranslate2(model, tokenizer, tmp_path / name)
+        engine = ctranslate2.Translator(str(tmp_path / name), intra_threads=1)
+        result = engine.translate_batch(source, beam_size=beam, length_penalty=0.0, **options)
+        return [vocabulary.index(piece) for piece in result[0].hypotheses[0]]
+
+    options = search_options(tokenizer, len(ids), **limit)
+    assert zoo_search(model, ids, beam, **limit) == [] == engine_search("eos_first", **options)
+    del options["min_decoding_length"]  # the engine's default: 1
+    assert engine_search("eos_first", **options) != []
+
+    with torch.no_grad():  # EOS never chosen: both stop at the limit
+        model.output.weight[SPECIAL_IDS.eos] = -1.5 * model.output.weight[int(first.argmax())]
+    ours = zoo_search(model, ids, beam, **limit)
+    assert len(ours) == len(ids) + 1 + 3
+    assert engine_search("never_eos", **search_options(tokenizer, len(ids), **limit)) == ours
 
 
 def test_restricted_self_attention_is_refused(tokenizer, tmp_path):
