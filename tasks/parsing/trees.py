@@ -1,5 +1,9 @@
 """Penn Treebank trees: reading bracketed `.mrg` files, cleaning them, and the splits.
 
+Two readers: `read_mrg` for treebank files (trees split by brackets, however many lines each
+takes) and `read_sentences` for scorer input (one sentence a line, as EVALB reads its files: a
+blank line is a sentence with no parse). Both refuse bytes that are not UTF-8 with file and line.
+
 Cleaning (what parsers train and are scored on): `-NONE-` traces are removed and so are the
 constituents they leave empty; function tags and indices are cut (`NP-SBJ-1` -> `NP`,
 `PP-LOC=2` -> `PP`), but labels that start with a dash (`-LRB-`, `-RRB-`) are kept whole; the
@@ -20,6 +24,7 @@ from pathlib import Path
 from nltk import Tree
 
 from zoo.config import UserError
+from zoo.data.text import decode_lines
 
 ROOT_LABELS = ("", "TOP", "ROOT")
 SPLITS = ("train", "dev", "test")
@@ -27,16 +32,19 @@ SAMPLE_FILES = {"train": (1, 141), "dev": (142, 171), "test": (172, 199)}
 WSJ_SECTIONS = {"train": range(2, 22), "dev": range(22, 23), "test": range(23, 24)}
 
 
-def read_mrg(path: Path) -> list[tuple[int, Tree]]:
-    """The raw trees of a bracketed file, each with the line it starts on (one tree per
-    top-level bracket).
+def _decoded_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 file, without their endings.
 
     Raises:
-        UserError: unbalanced brackets, text outside brackets or a tree nltk cannot read; the
-            message names the file and the tree's line.
+        UserError: a line that is not UTF-8, named with the file and the line number.
     """
-    text = path.read_text(encoding="utf-8", errors="replace")
-    trees, depth, start, start_line, line = [], 0, 0, 1, 1
+    with open(path, "rb") as f:
+        return list(decode_lines((raw.rstrip(b"\r\n") for raw in f), str(path)))
+
+
+def _split_trees(text: str, path: Path, first_line: int = 1) -> list[tuple[int, Tree]]:
+    """The trees of `text` (one per top-level bracket), each with the line it starts on."""
+    trees, depth, start, start_line, line = [], 0, 0, first_line, first_line
     for pos, char in enumerate(text):
         if char == "\n":
             line += 1
@@ -55,6 +63,36 @@ def read_mrg(path: Path) -> list[tuple[int, Tree]]:
     if depth:
         raise UserError(f"{path}:{start_line}: malformed tree: {depth} bracket(s) never closed")
     return trees
+
+
+def read_mrg(path: Path) -> list[tuple[int, Tree]]:
+    """The raw trees of a bracketed treebank file, each with the line it starts on (one tree per
+    top-level bracket, however many lines it takes: the layout of the Treebank's .mrg files).
+
+    Raises:
+        UserError: a line that is not UTF-8, unbalanced brackets, text outside brackets or a tree
+            nltk cannot read; the message names the file and the line.
+    """
+    return _split_trees("\n".join(_decoded_lines(path)), path)
+
+
+def read_sentences(path: Path) -> list[list[Tree]]:
+    """Scorer input (the gold and test files given to EVALB): one sentence a line, as evalb.c
+    reads them. A line's trees are one sentence (several trees on a line are read together, as
+    evalb.c does); a blank line is an empty sentence, which the scorer counts as skipped (a
+    failed parse) or, on the gold side against a parse, as an error.
+
+    Raises:
+        UserError: a line that is not UTF-8 or not whole trees (a tree spread over several
+            lines, as in .mrg files, included); the message names the file and the line.
+    """
+    sentences = []
+    for number, line in enumerate(_decoded_lines(path), start=1):
+        try:
+            sentences.append([tree for _, tree in _split_trees(line, path, number)])
+        except UserError as err:
+            raise UserError(f"{err} (scorer input: one whole sentence a line)") from None
+    return sentences
 
 
 def _from_string(text: str, path: Path, line: int) -> Tree:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from nltk import Tree
 
-from tasks.parsing.trees import base_label, clean, load_trees, read_mrg, split_files
+from tasks.parsing.trees import base_label, clean, load_trees, read_mrg, read_sentences, split_files
 from zoo.config import UserError
 
 PTB = """( (S (NP-SBJ-1 (DT The) (NN cat) )
@@ -60,6 +60,43 @@ def test_malformed_tree_names_file_and_line(tmp_path: Path, text: str, line: int
     path.write_text(text)
     with pytest.raises(UserError, match=rf"bad\.mrg:{line}: malformed tree"):
         read_mrg(path)
+
+
+def test_scorer_input_is_one_sentence_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "test.mrg"
+    path.write_text("(S (NN a))\n\n(S (NN b)) (S (NN c))\n   \n")
+    a, blank, two, spaces = read_sentences(path)
+    assert a == [Tree.fromstring("(S (NN a))")] and blank == [] and spaces == []
+    assert [t.leaves() for t in two] == [["b"], ["c"]]  # several trees on a line: one sentence
+    # The treebank reader splits by brackets instead: three trees, blank lines skipped.
+    assert [line for line, _ in read_mrg(path)] == [1, 3, 3]
+
+
+@pytest.mark.parametrize(
+    "text, line, problem",
+    [
+        ("(S (NN a))\n(S (NN b)\n  (VB c))\n", 2, "never closed"),  # a tree over two lines
+        ("(S (NN a))\n(S (NN b)))\n", 2, "closes nothing"),
+        ("(S (NN a))\n\nword\n", 3, "outside brackets"),
+    ],
+)
+def test_scorer_input_that_is_not_a_tree_a_line_names_file_and_line(
+    tmp_path: Path, text: str, line: int, problem: str
+) -> None:
+    path = tmp_path / "bad.mrg"
+    path.write_text(text)
+    with pytest.raises(
+        UserError, match=rf"bad\.mrg:{line}: malformed tree: .*{problem}.*one whole sentence a line"
+    ):
+        read_sentences(path)
+
+
+@pytest.mark.parametrize("reader", [read_mrg, read_sentences])
+def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path: Path, reader) -> None:
+    path = tmp_path / "wsj_0001.mrg"
+    path.write_bytes(b"( (S (NN a)))\n( (S (NN caf\xe9)))\n")
+    with pytest.raises(UserError, match=r"wsj_0001\.mrg:2: not valid UTF-8"):
+        reader(path)
 
 
 def test_wsj_layout(tmp_path: Path) -> None:
