@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -46,27 +46,60 @@ HF_TABLE = [
     ("cls.predictions.bias", "mlm_head.bias"),
     ("cls.seq_relationship.", "nsp_head."),
 ]
-# Copies Hugging Face stores of tied weights, and its position-id buffer.
-HF_REDUNDANT = ("cls.predictions.decoder.*", "bert.embeddings.position_ids")
+# Hugging Face's position-id buffer. (The masked-LM decoder copies go through _decoder.)
+HF_REDUNDANT = ("bert.embeddings.position_ids",)
+HF_DECODER = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
 # TensorFlow-era checkpoints name LayerNorm parameters gamma and beta.
 _TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
 
 
-def state_from_hf(state: dict[str, Tensor], *, source: str = "checkpoint") -> dict[str, Tensor]:
+def state_from_hf(
+    state: dict[str, Tensor], *, tied: bool = True, source: str = "checkpoint"
+) -> dict[str, Tensor]:
     """A Hugging Face BertForPreTraining state dict in zoo `Bert` keys.
 
     A checkpoint of the bare encoder (BertModel: no "bert." prefix) is read as the encoder
     part; its missing heads are then reported by the strict load.
+
+    Args:
+        tied: the config's `tie_word_embeddings`. zoo's masked-LM head always reuses the word
+            embeddings, so a decoder weight in the checkpoint (untied, or a stored copy, which
+            transformers 5 also leaves untied when it differs) loads only when it equals them;
+            the decoder's bias is what Hugging Face adds, so it becomes the head's bias.
     """
     if not any(k.startswith(("bert.", "cls.")) for k in state):
         state = {f"bert.{k}": v for k, v in state.items()}
     state = {_modern_norm_name(k): v for k, v in state.items()}
+    state = _decoder(state, tied, source)
     return fuse_qkv(rename(state, HF_TABLE, source=source, skip=HF_REDUNDANT))
+
+
+def _decoder(state: dict[str, Tensor], tied: bool, source: str) -> dict[str, Tensor]:
+    """The state without the decoder's keys (its bias as the head's), or a refusal when the
+    decoder is not the word embeddings: zoo's BERT cannot represent another one."""
+    weight, bias = HF_DECODER
+    if weight not in state:
+        if not tied and any(k.startswith("cls.predictions.") for k in state):
+            raise UserError(
+                f"{source}: tie_word_embeddings=False and no {weight}: transformers would start "
+                "a random decoder, zoo's BERT would tie it to the word embeddings"
+            )
+        return state
+    embeddings = state.get("bert.embeddings.word_embeddings.weight")
+    if embeddings is None or not torch.equal(state[weight], embeddings):
+        raise UserError(
+            f"{source}: {weight} differs from the word embeddings (tie_word_embeddings={tied}): "
+            "zoo's BERT ties its masked-LM decoder to them and cannot load an untied one"
+        )
+    out = {k: v for k, v in state.items() if k not in HF_DECODER}
+    if bias in state:
+        out["cls.predictions.bias"] = state[bias]
+    return out
 
 
 def state_to_hf(state: dict[str, Tensor]) -> dict[str, Tensor]:
     """A zoo `Bert` state dict in Hugging Face BertForPreTraining keys. Like `save_pretrained`,
-    it leaves out the tied decoder copies (HF_REDUNDANT), which loading re-ties."""
+    it leaves out the tied decoder copies (HF_DECODER), which loading re-ties."""
     return rename(split_qkv(state), HF_TABLE, reverse=True, source="zoo BERT")
 
 
@@ -75,16 +108,150 @@ def _modern_norm_name(key: str) -> str:
     return f"{stem}.{_TF_NORM_NAMES[last]}" if "LayerNorm" in stem and last in _TF_NORM_NAMES else key
 
 
+class Only(NamedTuple):
+    """A config field whose values are limited to `values` (absent: the first, Hugging Face's
+    default); `why` says what another value would be."""
+
+    values: tuple[Any, ...]
+    why: str
+
+
+MAPS, IRRELEVANT = "maps", "irrelevant"
+# Every field a Hugging Face BERT config.json may hold (BertConfig().to_dict() of transformers 5,
+# plus the fields older versions and Google's original bert_config.json wrote). Each one maps to
+# the model (config_from_hf reads it), is irrelevant to what the loaded model computes, or loads
+# with the values of `Only` alone; any other field or value refuses the load, naming it.
+HF_CONFIG_FIELDS: dict[str, str | Only] = {
+    # The model: BertModelConfig, the vocabulary size and the [PAD] id.
+    "vocab_size": MAPS,
+    "hidden_size": MAPS,
+    "num_hidden_layers": MAPS,
+    "num_attention_heads": MAPS,
+    "intermediate_size": MAPS,
+    "max_position_embeddings": MAPS,
+    "type_vocab_size": MAPS,
+    "hidden_dropout_prob": MAPS,
+    "attention_probs_dropout_prob": MAPS,
+    "layer_norm_eps": MAPS,
+    "pad_token_id": MAPS,
+    # What zoo's BERT computes.
+    "model_type": Only(("bert",), "zoo reads BERT checkpoints only"),
+    "hidden_act": Only(("gelu",), "zoo's BERT uses exact GELU"),
+    "position_embedding_type": Only(("absolute",), "zoo's BERT has learned absolute positions only"),
+    "is_decoder": Only((False,), "causal self-attention; zoo's BERT is a bidirectional encoder"),
+    "add_cross_attention": Only((False,), "cross-attention layers; zoo's BERT has none"),
+    "is_encoder_decoder": Only((False,), "an encoder-decoder; zoo's BERT is an encoder"),
+    "pruned_heads": Only(({},), "pruned attention heads; zoo's BERT keeps every head"),
+    # False loads only a decoder that copies the embeddings (state_from_hf checks the weights).
+    "tie_word_embeddings": Only((True, False), "a boolean"),
+    # Irrelevant: bookkeeping, storage precision (weights are read into float32), training only.
+    "architectures": IRRELEVANT,  # the kind is model_type's; the heads are checked by the weights
+    "transformers_version": IRRELEVANT,
+    "_name_or_path": IRRELEVANT,
+    "_commit_hash": IRRELEVANT,
+    "dtype": IRRELEVANT,
+    "torch_dtype": IRRELEVANT,
+    "use_bfloat16": IRRELEVANT,
+    "initializer_range": IRRELEVANT,  # initialisation of fresh weights
+    "gradient_checkpointing": IRRELEVANT,
+    "chunk_size_feed_forward": IRRELEVANT,  # the same feed-forward, run in chunks
+    "use_cache": IRRELEVANT,  # decoders only (is_decoder is refused)
+    "cross_attention_hidden_size": IRRELEVANT,  # with add_cross_attention only
+    "tie_encoder_decoder": IRRELEVANT,  # with is_encoder_decoder only
+    "output_hidden_states": IRRELEVANT,
+    "output_attentions": IRRELEVANT,
+    "return_dict": IRRELEVANT,
+    "torchscript": IRRELEVANT,
+    "tf_legacy_loss": IRRELEVANT,
+    # Irrelevant: task heads zoo does not load (their weights are refused by name).
+    "classifier_dropout": IRRELEVANT,
+    "id2label": IRRELEVANT,
+    "label2id": IRRELEVANT,
+    "num_labels": IRRELEVANT,
+    "problem_type": IRRELEVANT,
+    "finetuning_task": IRRELEVANT,
+    "task_specific_params": IRRELEVANT,
+    # Irrelevant: read by tokenizers and generate(), not by the encoder.
+    **dict.fromkeys(
+        "bos_token_id eos_token_id sep_token_id decoder_start_token_id tokenizer_class prefix "
+        "max_length min_length do_sample early_stopping num_beams num_beam_groups "
+        "diversity_penalty temperature top_k top_p typical_p repetition_penalty length_penalty "
+        "no_repeat_ngram_size encoder_no_repeat_ngram_size bad_words_ids num_return_sequences "
+        "output_scores return_dict_in_generate forced_bos_token_id forced_eos_token_id "
+        "remove_invalid_values exponential_decay_length_penalty suppress_tokens "
+        "begin_suppress_tokens".split(),
+        IRRELEVANT,
+    ),
+    # Irrelevant: Google's original bert_config.json, read by no code.
+    **dict.fromkeys(
+        "directionality pooler_fc_size pooler_num_attention_heads pooler_num_fc_layers "
+        "pooler_size_per_head pooler_type".split(),
+        IRRELEVANT,
+    ),
+}
+# What other model_type values are, for the refusal.
+MODEL_KINDS = {
+    "bert": "BERT",
+    "roberta": "RoBERTa",
+    "xlm-roberta": "XLM-RoBERTa",
+    "camembert": "CamemBERT",
+    "distilbert": "DistilBERT",
+    "albert": "ALBERT",
+    "electra": "ELECTRA",
+    "deberta": "DeBERTa",
+    "deberta-v2": "DeBERTa-v2",
+    "mpnet": "MPNet",
+    "modernbert": "ModernBERT",
+    "megatron-bert": "Megatron-BERT",
+    "ernie": "ERNIE",
+    "gpt2": "GPT-2",
+    "t5": "T5",
+}
+
+
+def check_hf_config(hf: dict[str, Any], *, source: str = "config.json") -> None:
+    """Refuse, in one line naming the field, its value and the model kind, any field of a
+    Hugging Face config that HF_CONFIG_FIELDS does not map or know to be irrelevant."""
+    kind = _model_kind(hf, source)
+    unknown = sorted(k for k in hf if k not in HF_CONFIG_FIELDS)
+    if unknown:
+        raise UserError(
+            f"{source}: unknown {kind} config field(s) {', '.join(unknown)}: "
+            "zoo cannot tell whether they change the model (see HF_CONFIG_FIELDS in zoo.convert.hf_bert)"
+        )
+    for key, rule in HF_CONFIG_FIELDS.items():
+        if isinstance(rule, Only) and key in hf and not _is_one_of(hf[key], rule.values):
+            raise UserError(f"{source}: {key}={hf[key]!r} in a {kind} config cannot load: {rule.why}")
+
+
+def _is_one_of(value: Any, values: tuple[Any, ...]) -> bool:
+    return any(type(value) is type(v) and value == v for v in values)  # 0 is not False here
+
+
+def _model_kind(hf: dict[str, Any], source: str) -> str:
+    """'BERT', or a refusal naming what the model is (model_type, else `architectures`)."""
+    model_type = hf.get("model_type")
+    if model_type is None:  # configs older than model_type: the architectures tell
+        others = [a for a in hf.get("architectures") or [] if not str(a).startswith("Bert")]
+        if others:
+            raise UserError(f"{source}: architectures={others} without model_type: not a BERT model")
+        return "BERT"
+    if model_type != "bert":
+        kind = MODEL_KINDS.get(model_type, repr(model_type))
+        raise UserError(
+            f"{source}: model_type={model_type!r}: a {kind} model, not BERT (zoo reads BERT checkpoints only)"
+        )
+    return "BERT"
+
+
 def config_from_hf(hf: dict[str, Any], *, source: str = "config.json") -> tuple[BertModelConfig, int, int]:
     """(model config, vocabulary size, pad id) of a Hugging Face BERT `config.json`.
 
     Raises:
-        UserError: for a variant this model does not have (another activation or position type).
+        UserError: for another kind of model, a variant this model does not have, or a field
+            HF_CONFIG_FIELDS does not know (one line naming it).
     """
-    unsupported = {"hidden_act": ("gelu",), "position_embedding_type": ("absolute",)}
-    for key, allowed in unsupported.items():
-        if hf.get(key, allowed[0]) not in allowed:
-            raise UserError(f"{source}: {key}={hf[key]!r} is not supported (only {allowed})")
+    check_hf_config(hf, source=source)
     try:
         cfg = BertModelConfig(
             num_layers=hf["num_hidden_layers"],
@@ -183,7 +350,8 @@ def read_hf_directory(directory: str | Path, *, encoder_only: bool = False) -> L
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise UserError(f"{directory}: no config.json (not a Hugging Face model directory)")
-    cfg, vocab_size, pad_id = config_from_hf(json.loads(config_file.read_text()), source=str(config_file))
+    hf_config = json.loads(config_file.read_text())
+    cfg, vocab_size, pad_id = config_from_hf(hf_config, source=str(config_file))
     tokenizer = read_hf_tokenizer(directory)
     if tokenizer.vocab_size > vocab_size:
         raise UserError(
@@ -194,7 +362,7 @@ def read_hf_directory(directory: str | Path, *, encoder_only: bool = False) -> L
     model = build_bert(cfg, vocab_size, pad_id)
     load_strict(
         model,
-        state_from_hf(state, source=str(path)),
+        state_from_hf(state, tied=hf_config.get("tie_word_embeddings", True), source=str(path)),
         source=str(path),
         allow_missing=HEADS if encoder_only else (),
         hint="" if encoder_only else "a BertForPreTraining checkpoint with both heads is needed",
