@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import torch
 from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer, normalizers
 from torch import Tensor
 
 from zoo.config import UserError
@@ -325,16 +326,52 @@ def read_weights(directory: Path) -> tuple[dict[str, Tensor], Path]:
     raise UserError(f"{directory}: no {' or '.join(WEIGHT_FILES)}")
 
 
+# tokenizer_config.json's normaliser settings with BertTokenizerFast's defaults: transformers
+# applies them over tokenizer.json's own normaliser too, defaults included.
+TOKENIZER_SETTINGS = {"do_lower_case": True, "strip_accents": None, "tokenize_chinese_chars": True}
+
+
 def read_hf_tokenizer(directory: Path) -> WordPieceTokenizer:
-    """`vocab.txt` with `do_lower_case` from tokenizer_config.json (default true, as in
-    transformers), else the `tokenizer.json` that transformers 5 writes instead."""
+    """`vocab.txt`, else the `tokenizer.json` that transformers 5 writes instead, normalised as
+    tokenizer_config.json says (TOKENIZER_SETTINGS), as `BertTokenizerFast.from_pretrained` does."""
+    settings = _tokenizer_settings(directory / "tokenizer_config.json")
     if not (directory / "vocab.txt").is_file() and (directory / "tokenizer.json").is_file():
-        return WordPieceTokenizer.from_bytes((directory / "tokenizer.json").read_bytes())
-    tokenizer_config = directory / "tokenizer_config.json"
-    settings = json.loads(tokenizer_config.read_text()) if tokenizer_config.is_file() else {}
+        pipeline = Tokenizer.from_str((directory / "tokenizer.json").read_text())
+        pipeline.normalizer = normalizers.BertNormalizer(
+            clean_text=True,
+            handle_chinese_chars=settings["tokenize_chinese_chars"],
+            strip_accents=settings["strip_accents"],
+            lowercase=settings["do_lower_case"],
+        )
+        return WordPieceTokenizer(pipeline)
     return WordPieceTokenizer.from_vocab(
-        directory / "vocab.txt", lowercase=settings.get("do_lower_case", True)
+        directory / "vocab.txt",
+        lowercase=settings["do_lower_case"],
+        strip_accents=settings["strip_accents"],
+        chinese_chars=settings["tokenize_chinese_chars"],
     )
+
+
+def _tokenizer_settings(path: Path) -> dict[str, bool | None]:
+    """TOKENIZER_SETTINGS as `path` sets them; a value BERT's normaliser cannot take is refused."""
+    found = json.loads(path.read_text()) if path.is_file() else {}
+    settings = {key: found.get(key, default) for key, default in TOKENIZER_SETTINGS.items()}
+    for key, value in settings.items():
+        if not (isinstance(value, bool) or (value is None and key == "strip_accents")):
+            raise UserError(f"{path}: {key}={value!r} is not a setting of BERT's WordPiece tokenizer")
+    return settings
+
+
+def tokenizer_config(tokenizer: WordPieceTokenizer, max_len: int) -> dict[str, Any]:
+    """The tokenizer_config.json that makes BertTokenizerFast normalise as `tokenizer` does."""
+    normalizer = json.loads(tokenizer.tokenizer.to_str())["normalizer"]
+    return {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": normalizer["lowercase"],
+        "strip_accents": normalizer["strip_accents"],
+        "tokenize_chinese_chars": normalizer["handle_chinese_chars"],
+        "model_max_length": max_len,
+    }
 
 
 # What a bare encoder checkpoint (BertModel, as sentence-transformers and most fine-tuned BERTs
@@ -387,17 +424,8 @@ def write_hf_directory(loaded: LoadedBert, out: str | Path) -> Path:
     state = {k: v.detach().contiguous() for k, v in state_to_hf(model.state_dict()).items()}
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "vocab.txt").write_text(tokenizer.vocab_text())
-    (out / "tokenizer_config.json").write_text(
-        json.dumps(
-            {
-                "tokenizer_class": "BertTokenizer",
-                "do_lower_case": tokenizer.lowercase,
-                "model_max_length": loaded.config.max_len,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    settings = tokenizer_config(tokenizer, loaded.config.max_len)
+    (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
     return out
 
 

@@ -97,13 +97,24 @@ class WordPieceTokenizer:
         return cls(BertWordPieceTokenizer(vocab, lowercase=lowercase)._tokenizer)
 
     @classmethod
-    def from_vocab(cls, path: str | Path, *, lowercase: bool = True) -> WordPieceTokenizer:
+    def from_vocab(
+        cls,
+        path: str | Path,
+        *,
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        chinese_chars: bool = True,
+    ) -> WordPieceTokenizer:
         """The tokenizer of a BERT `vocab.txt` (one piece per line, line number = id), with the
-        settings of `BertTokenizerFast(vocab_file, do_lower_case=lowercase)`."""
+        settings of `BertTokenizerFast(vocab_file, do_lower_case=lowercase, strip_accents=...,
+        tokenize_chinese_chars=chinese_chars)` (strip_accents None: as lowercase)."""
         path = Path(path)
         if not path.is_file():
             raise UserError(f"WordPiece vocabulary not found: {path}")
-        return cls(BertWordPieceTokenizer(str(path), lowercase=lowercase)._tokenizer)
+        bert = BertWordPieceTokenizer(
+            str(path), lowercase=lowercase, strip_accents=strip_accents, handle_chinese_chars=chinese_chars
+        )
+        return cls(bert._tokenizer)
 
     @classmethod
     def load(cls, path: str | Path, *, lowercase: bool = True) -> WordPieceTokenizer:
