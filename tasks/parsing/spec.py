@@ -10,7 +10,7 @@ import io
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -102,10 +102,7 @@ class ParsingOptions(VerbOptions):
 class LoadedParser(Loaded):
     vocab: Vocab
     members: list[Trained[ParsingConfig]]  # every checkpoint the model holds, RUN's first
-
-    @property
-    def cfg(self) -> ParsingConfig:
-        return self.trained.cfg
+    cfg: ParsingConfig  # RUN's recipe with the options' changes (a copy: config is data)
 
     def parse(self, sentences: list[list[str]], **kwargs) -> list[Tree]:
         """Trees for tokenised sentences (under zoo.train.evaluation, as the verbs run it)."""
@@ -166,10 +163,6 @@ class ParsingSpec(TaskSpec):
         probabilities averaged). Weights saved under older names are renamed first."""
         first = trained[0]
         vocab = Vocab.from_json(vocab_json(first))
-        if options.beam_size:
-            first.cfg.decode.beam_size = options.beam_size
-        if options.max_tokens:
-            first.cfg.decode.max_tokens = options.max_tokens
         models = []
         for member in trained:
             parser = parser_for(member.cfg)
@@ -185,11 +178,15 @@ class ParsingSpec(TaskSpec):
                 )
             member.weights = parser.rename_old_keys(member.weights)
             models.append(member.load_into(build_model(member.cfg, vocab)))
+        changes = {"beam_size": options.beam_size, "max_tokens": options.max_tokens}
+        decode = replace(first.cfg.decode, **{key: value for key, value in changes.items() if value})
         # The ensemble parses what every member can (sentences longer are reported, left unparsed).
-        first.cfg.model.max_len = min(m.cfg.model.max_len for m in trained)
-        model = models[0] if len(models) == 1 else parser_for(first.cfg).ensemble(models)
-        precision = options.precision or first.cfg.train.precision
-        return LoadedParser(model.to(torch.device(options.device)), first, precision, vocab, list(trained))
+        model_cfg = replace(first.cfg.model, max_len=min(m.cfg.model.max_len for m in trained))
+        cfg = replace(first.cfg, decode=decode, model=model_cfg)
+        model = models[0] if len(models) == 1 else parser_for(cfg).ensemble(models)
+        precision = options.precision or cfg.train.precision
+        device = torch.device(options.device)
+        return LoadedParser(model.to(device), first, precision, vocab, list(trained), cfg)
 
     # evaluate
     def evaluate(self, loaded: LoadedParser, options: ParsingOptions) -> Evaluation:
@@ -215,7 +212,8 @@ class ParsingSpec(TaskSpec):
         models = " + ".join(str(m.path) for m in loaded.members)
         summary = (
             f"{report(scored)}\n\n{options.split}: labeled F1 {metrics['f1']:.2f}, exact match "
-            f"{metrics['exact']:.2f} ({len(gold)} sentences, {metrics['sentences_per_s']:.1f} sentences/s, "
+            f"{metrics['exact']:.2f} ({len(gold)} sentences, {scored.error_count()}, "
+            f"{metrics['sentences_per_s']:.1f} sentences/s, "
             f"{models})"
         )
         return Evaluation(metrics, summary, [one_line(t) for t in predicted])

@@ -27,13 +27,15 @@ POSITIONAL = ("run", "output")
 RENAMED = {"out": "output", "eval_limit": "limit", "eval_batch_size": "batch_size"}
 
 
-def renamed(argv: list[str]) -> list[str]:
+def renamed(argv: list[str], names: dict[str, str] = RENAMED) -> list[str]:
+    """`argv` with the old option `names` spelled as the new ones, each with a note on stderr."""
     out = []
     for arg in argv:
-        key, sep, value = arg[2:].replace("-", "_").partition("=")
-        if arg.startswith("--") and key in RENAMED:
-            print(f"note: --{key} is now --{RENAMED[key]}", file=sys.stderr)
-            arg = f"--{RENAMED[key]}{sep}{value}"
+        key, sep, value = arg[2:].partition("=")
+        key = key.replace("-", "_")
+        if arg.startswith("--") and key in names:
+            print(f"note: --{key} is now --{names[key]}", file=sys.stderr)
+            arg = f"--{names[key]}{sep}{value}"
         out.append(arg)
     return out
 
