@@ -1,39 +1,62 @@
-"""Labeled bracket scoring as EVALB computes it with COLLINS.prm (Sekine & Collins, 1997).
+"""Labeled bracket scoring as EVALB computes it with COLLINS.prm (Sekine & Collins, 1997), and
+`python -m tasks.parsing.evalb GOLD TEST`, the scorer on files (one tree a line, as EVALB reads).
 
-The rules, as evalb.c applies them to each gold/test pair:
-1. Words whose part-of-speech tag is a deleted label (`, : `` '' .` and -NONE-) are removed
-   from each tree by its own tags; bracket positions count the remaining words.
+The rules, as evalb.c applies them to each gold/test pair (nltk/EVALB's evalb.c and COLLINS.prm:
+DELETE_LABEL TOP -NONE- , : `` '' . ; DELETE_LABEL_FOR_LENGTH -NONE-; EQ_LABEL ADVP PRT):
+1. Words whose part-of-speech tag is a deleted label (`, : `` '' .` and -NONE-, compared whole)
+   are removed from each tree by its own tags; bracket positions count the remaining words.
 2. A sentence whose remaining word counts differ, or whose words differ, is an error: reported,
-   not scored. A test tree with no words is skipped.
+   not scored. A test tree with no words (a blank line: a failed parse) is skipped.
 3. Part-of-speech brackets (a tag over one word) are not brackets. A phrase label is cut at its
-   first `-` or `=` (NP-SBJ -> NP); brackets labelled TOP (here also the nameless PTB root) and
-   brackets that cover no remaining word are ignored; ADVP and PRT are the same label.
+   first `-` or `=` (NP-SBJ -> NP, and -NONE- or -X- -> the empty label); brackets that cover no
+   remaining word, then brackets whose cut label is a deleted one (TOP) are ignored; ADVP and
+   PRT are the same label. A bracket with an empty label counts like any other: the nameless
+   PTB root `( (S ...))` and labels cut to nothing. `EvalbParams.drop_empty_labels` (the
+   scorer's --drop-empty-labels) ignores them as TOP is, which evalb.c does not.
 4. Repeated brackets (same label and span, as in a unary NP -> NP) count one for one: the
    matched count is the size of the multiset intersection.
 5. Recall = matched / gold brackets, precision = matched / test brackets, summed over valid
    sentences; complete match = sentences whose gold and test bracket multisets are equal;
    tagging accuracy over the remaining words; crossing = test brackets that cross a gold one.
 The `len<=40` section counts words without -NONE- (punctuation included), as EVALB does.
+
+Errors: evalb.c exits with no summary once its error count passes MAX_ERROR (10 in COLLINS.prm;
+it tests `Error_count++ > Max_error`, so the 12th error sentence stops it). Here every sentence is
+scored and the report says how many were errors, with a warning past that limit: the scores are
+then over the valid sentences only, which evalb.c would never have printed.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from nltk import Tree
 
+from tasks.parsing.trees import read_sentences
+from zoo.cli import main_guard
+from zoo.config import UserError
+
 Bracket = tuple[str, int, int]
+# One sentence as EVALB reads it: a tree, the trees of one line, or nothing (a blank line).
+Sentence = Tree | Sequence[Tree] | None
 
 
 @dataclass(frozen=True)
 class EvalbParams:
-    """COLLINS.prm by default."""
+    """COLLINS.prm by default (evalb.c's own behaviour); `drop_empty_labels` is the one departure
+    on offer: brackets with an empty label (after the cut) ignored, as TOP is."""
 
-    delete_labels: frozenset[str] = frozenset({"TOP", "", "-NONE-", ",", ":", "``", "''", "."})
+    delete_labels: frozenset[str] = frozenset({"TOP", "-NONE-", ",", ":", "``", "''", "."})
     delete_for_length: frozenset[str] = frozenset({"-NONE-"})
     equal_labels: tuple[tuple[str, str], ...] = (("ADVP", "PRT"),)
     cutoff_len: int = 40
+    max_error: int = 10  # MAX_ERROR: past it evalb.c stops; here a warning (module docstring)
+    drop_empty_labels: bool = False
 
     def canonical(self, label: str) -> str:
         """The label brackets are compared by (after EQ_LABEL)."""
@@ -41,6 +64,13 @@ class EvalbParams:
             if label == second:
                 return first
         return label
+
+    def ignores(self, label: str) -> bool:
+        """Whether a bracket with this (cut) label is ignored: a deleted label, compared as
+        evalb.c's label_comp compares (EQ_LABEL pairs equal), or an empty one if so chosen."""
+        if self.drop_empty_labels and label == "":
+            return True
+        return self.canonical(label) in {self.canonical(x) for x in self.delete_labels}
 
 
 COLLINS = EvalbParams()
@@ -64,8 +94,9 @@ class Scored:
     length: int
 
 
-def read_tree(tree: Tree, params: EvalbParams = COLLINS) -> Scored:
-    """Words, tags, bracket multiset {(label, start, end): count} and length of a tree."""
+def read_tree(sentence: Sentence, params: EvalbParams = COLLINS) -> Scored:
+    """Words, tags, bracket multiset {(label, start, end): count} and length of a sentence: one
+    tree, or the trees of one line read as one sentence (as EVALB does), or None (a blank line)."""
     words, tags, brackets, length = [], [], Counter(), 0
 
     def walk(node: Tree) -> None:
@@ -80,10 +111,11 @@ def read_tree(tree: Tree, params: EvalbParams = COLLINS) -> Scored:
         for child in node:
             walk(child)
         label = params.canonical(_cut(node.label()))
-        if len(words) > start and label not in params.delete_labels:
+        if len(words) > start and not params.ignores(label):
             brackets[(label, start, len(words))] += 1
 
-    walk(tree)
+    for tree in [sentence] if isinstance(sentence, Tree) else sentence or []:
+        walk(tree)
     return Scored(words, tags, brackets, length)
 
 
@@ -139,6 +171,37 @@ class EvalbResult:
     cutoff_len: int = 40
     labels: dict[str, list[int]] = field(default_factory=dict)  # label -> [gold, test, matched]
     errors: list[str] = field(default_factory=list)
+    max_error: int = 10
+
+    @property
+    def past_max_error(self) -> bool:
+        """Whether evalb.c would have stopped, printing no summary (`Error_count++ > Max_error`)."""
+        return self.all.errors > self.max_error + 1
+
+    def error_note(self) -> str:
+        """One line on the error sentences ('' without any), a warning when evalb.c would have
+        stopped."""
+        t = self.all
+        if not t.errors:
+            return ""
+        note = f"{t.errors} error sentence(s) of {t.sentences} not scored: the scores are over {t.valid}"
+        if self.past_max_error:
+            note = f"WARNING: {note}; {self._stop_note()}"
+        return note
+
+    def error_count(self) -> str:
+        """The error sentences in a few words, for a summary line: '0 errors', '3 errors (not
+        scored)', or a warning when evalb.c would have stopped."""
+        n = self.all.errors
+        if not n:
+            return "0 errors"
+        return f"{n} errors (not scored{'; WARNING: ' + self._stop_note() if self.past_max_error else ''})"
+
+    def _stop_note(self) -> str:
+        return (
+            f"evalb.c (MAX_ERROR {self.max_error}) would have stopped at error {self.max_error + 2} "
+            "and printed no scores"
+        )
 
     def metrics(self, tags: bool = True) -> dict[str, float]:
         """F1, precision, recall, exact match, tagging accuracy (unless not `tags`), errors."""
@@ -165,11 +228,14 @@ def _crossing(gold: Counter, test: Counter) -> int:
     return count
 
 
-def evalb(gold_trees: list[Tree], test_trees: list[Tree], params: EvalbParams = COLLINS) -> EvalbResult:
-    """Score test trees against gold trees, pair by pair, as EVALB does (module docstring)."""
+def evalb(
+    gold_trees: Sequence[Sentence], test_trees: Sequence[Sentence], params: EvalbParams = COLLINS
+) -> EvalbResult:
+    """Score test sentences against gold ones, pair by pair, as EVALB does (module docstring);
+    a sentence is a tree, the trees of one line, or None for a blank line."""
     if len(gold_trees) != len(test_trees):
         raise ValueError(f"{len(gold_trees)} gold trees but {len(test_trees)} test trees")
-    result = EvalbResult(cutoff_len=params.cutoff_len)
+    result = EvalbResult(cutoff_len=params.cutoff_len, max_error=params.max_error)
     for index, (gold_tree, test_tree) in enumerate(zip(gold_trees, test_trees), start=1):
         gold, test = read_tree(gold_tree, params), read_tree(test_tree, params)
         sections = [result.all] + ([result.short] if gold.length <= params.cutoff_len else [])
@@ -229,8 +295,10 @@ def _section(name: str, t: Totals) -> list[str]:
 
 
 def report(result: EvalbResult) -> str:
-    """EVALB's summary (All and len<=cutoff), then P/R/F1 per label, then the errors."""
-    lines = ["=== Summary ==="]
+    """EVALB's summary (All and len<=cutoff), then P/R/F1 per label, then the errors; the error
+    count first of all when there are any (with a warning past evalb.c's MAX_ERROR)."""
+    note = result.error_note()
+    lines = ([note, ""] if note else []) + ["=== Summary ==="]
     lines += _section("All", result.all) + _section(f"len<={result.cutoff_len}", result.short)
     lines += [
         "",
@@ -241,7 +309,76 @@ def report(result: EvalbResult) -> str:
         r = 100.0 * matched / gold if gold else 0.0
         p = 100.0 * matched / test if test else 0.0
         f = 2 * p * r / (p + r) if p + r else 0.0
-        lines.append(f"{label:<8} {gold:6d} {test:6d} {matched:6d} {r:7.2f} {p:7.2f} {f:7.2f}")
+        name = label or '""'  # the nameless root, or a label cut to nothing
+        lines.append(f"{name:<8} {gold:6d} {test:6d} {matched:6d} {r:7.2f} {p:7.2f} {f:7.2f}")
     if result.errors:
         lines += ["", f"=== Errors ({len(result.errors)}) ==="] + result.errors
     return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tasks.parsing.evalb",
+        description="Labeled bracket scores of TEST against GOLD as evalb.c computes them with "
+        "COLLINS.prm (see tasks/parsing/evalb.py), unless an option says otherwise. Both files "
+        "hold one sentence a line, as EVALB reads them: a blank test line (a failed parse) is a "
+        "skipped sentence, several trees on one line are one sentence. Error sentences (words "
+        "that differ) are counted and scored as none; evalb.c stops past MAX_ERROR of them and "
+        "prints nothing, this scorer warns and scores the rest.",
+    )
+    parser.add_argument("gold", type=Path, help="gold trees, one sentence a line")
+    parser.add_argument("test", type=Path, help="parsed trees, one sentence a line (blank: no parse)")
+    parser.add_argument(
+        "--drop-empty-labels",
+        action="store_true",
+        help="also ignore brackets whose label is empty (the nameless PTB root '( (S ...))', "
+        "labels cut to nothing such as -X-), as TOP is: the project's choice, not evalb.c's "
+        "(default: counted, as evalb.c with COLLINS.prm counts them)",
+    )
+    parser.add_argument(
+        "--max-error",
+        type=int,
+        default=COLLINS.max_error,
+        help="evalb.c's MAX_ERROR: warn where evalb.c would have stopped with no summary, past "
+        "MAX_ERROR + 1 error sentences (it tests Error_count++ > MAX_ERROR) (default: "
+        "%(default)s, COLLINS.prm's)",
+    )
+    parser.add_argument(
+        "--cutoff-len",
+        type=int,
+        default=COLLINS.cutoff_len,
+        help="the length of the short-sentence section (default: %(default)s)",
+    )
+    return parser
+
+
+def score_files(gold: Path, test: Path, params: EvalbParams = COLLINS) -> EvalbResult:
+    """EVALB of two files of one sentence a line (tasks.parsing.trees.read_sentences).
+
+    Raises:
+        UserError: a file that cannot be read as trees (named with its line), or files whose
+            numbers of lines differ.
+    """
+    gold_sentences, test_sentences = read_sentences(gold), read_sentences(test)
+    if len(gold_sentences) != len(test_sentences):
+        raise UserError(
+            f"{gold} has {len(gold_sentences)} lines but {test} has {len(test_sentences)}: "
+            "one sentence a line in both (a blank test line for a failed parse)"
+        )
+    return evalb(gold_sentences, test_sentences, params)
+
+
+@main_guard
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    params = EvalbParams(
+        cutoff_len=args.cutoff_len, max_error=args.max_error, drop_empty_labels=args.drop_empty_labels
+    )
+    result = score_files(args.gold, args.test, params)
+    print(report(result))
+    if result.past_max_error:
+        print(result.error_note(), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
