@@ -35,11 +35,20 @@ UNK_STREAM = 1  # the zoo.data.seeding stream of a training tree's <unk> replace
 
 
 def load_treebank(cfg: DataConfig) -> dict[str, list[Tree]]:
-    """{train, dev, test} cleaned trees of the configured source."""
+    """{train, dev, test} cleaned trees of the configured source.
+
+    Raises:
+        UserError: a split with no tree (it would score "F1 0.00" as if parsed), named with its
+            files; and what the readers refuse (tasks.parsing.trees).
+    """
     if cfg.source == "grammar":
         if len(cfg.grammar_sizes) != 3:
             raise UserError(f"data.grammar_sizes: need 3 sizes (train, dev, test), got {cfg.grammar_sizes}")
-        return grammar_treebank(cfg.grammar_seed, tuple(cfg.grammar_sizes))
+        treebank = grammar_treebank(cfg.grammar_seed, tuple(cfg.grammar_sizes))
+        for split, trees in treebank.items():
+            if not trees:
+                raise UserError(f"data.grammar_sizes={cfg.grammar_sizes}: the {split} split has no trees")
+        return treebank
     if cfg.source not in ("sample", "wsj"):
         raise UserError(f"data.source: unknown {cfg.source!r}; expected grammar | sample | wsj")
     data_dir = resolve_data_dir(cfg.data_dir)
@@ -50,7 +59,14 @@ def load_treebank(cfg: DataConfig) -> dict[str, list[Tree]]:
         if data_dir is None:
             raise UserError(f"data.data_dir (or $ZOO_DATA_DIR) is not set: where is {path}?")
         path = data_dir / path
-    return {split: load_trees(split_files(cfg.source, path, split)) for split in SPLITS}
+    treebank = {}
+    for split in SPLITS:
+        files = split_files(cfg.source, path, split)
+        treebank[split] = load_trees(files)
+        if not treebank[split]:
+            where = files[0].name if len(files) == 1 else f"{files[0].name} .. {files[-1].name}"
+            raise UserError(f"{cfg.source} treebank {path}: the {split} split has no trees ({where})")
+    return treebank
 
 
 _TOKENIZER = TreebankWordTokenizer()
