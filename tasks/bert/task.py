@@ -13,6 +13,7 @@ from torch import nn
 from tasks.bert.config import BertPretrainingConfig
 from tasks.bert.data import EVAL_SEED, TOKENIZER_FILE, load_documents, make_examples, tokenizer_for
 from tasks.bert.examples import IGNORE_INDEX, Batch, PretrainingExamples
+from zoo.config import UserError
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import Bert, PretrainingLogits, build_bert
 from zoo.train import RunContext, Term, move_to
@@ -96,9 +97,16 @@ class BertTask:
         return build_bert(self.cfg.model, self.tokenizer.vocab_size, self.tokenizer.pad_id)
 
     def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Batch]:
-        return self.train.batches(
-            epoch, self.cfg.data.batch_size, start=start, rank=self.run.rank, world_size=self.run.world_size
-        )
+        batch_size, ranks = self.cfg.data.batch_size, self.run.world_size
+        # Checked here, before the generator starts: zoo.data.batching.shard's own message names
+        # data.max_tokens, a key of the token-budget tasks that BERT's recipe does not have.
+        full = len(self.train.batch_indices(epoch, batch_size))
+        if full < ranks:
+            raise UserError(
+                f"{len(self.train.pairs(epoch)):,} training pairs make {full} full batch(es) of "
+                f"data.batch_size={batch_size}, fewer than the {ranks} rank(s): lower data.batch_size"
+            )
+        return self.train.batches(epoch, batch_size, start=start, rank=self.run.rank, world_size=ranks)
 
     def units(self, batch: Batch) -> dict[str, int]:
         return {

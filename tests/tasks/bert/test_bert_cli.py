@@ -59,6 +59,13 @@ def test_train_prints_held_out_accuracy_and_next_commands(run_dir, capsys):
     assert (run_dir / "tokenizer.json").is_file()
 
 
+def test_train_with_too_few_examples_for_a_batch_names_the_batch_size(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:  # main_guard: one line, exit 2
+        train.main([*TINY, "--data.batch_size=100000", f"--train.out_dir={tmp_path / 'run'}"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and "data.batch_size=100000" in error and "max_tokens" not in error
+
+
 @pytest.fixture
 def wikitext_dir(tmp_path) -> Path:
     wikitext = tmp_path / "data" / "wikitext-2"
