@@ -7,13 +7,19 @@ Shape key: B sentences, P pieces, T positions that read a piece, D the parser's 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-from zoo.config import Invalid
+from zoo.config import Invalid, UserError
+from zoo.convert.hf_bert import LoadedBert, load_hf_bert
+from zoo.data.fetch import sha256_of
 from zoo.models.bert import Bert, build_bert
+
+WEIGHTS_FILE = "model.safetensors"  # what model.pretrained_sha256 is the hash of
 
 
 @dataclass
@@ -29,6 +35,13 @@ class ReaderConfig:
             "('' = none); it is saved inside the parser's checkpoints"
         },
     )
+    pretrained_sha256: str = field(
+        default="",
+        metadata={
+            "help": "the SHA-256 of model.pretrained's model.safetensors (a local directory), checked "
+            "before the weights are read: a mismatch is refused ('' = not checked)"
+        },
+    )
     pretrained_lr_scale: float = field(
         default=1.0,
         metadata={
@@ -40,6 +53,33 @@ class ReaderConfig:
     def check(self) -> None:
         if self.pretrained_lr_scale <= 0:
             raise Invalid("pretrained_lr_scale", f"must be > 0, not {self.pretrained_lr_scale}")
+        if self.pretrained_sha256 and not re.fullmatch(r"[0-9a-fA-F]{64}", self.pretrained_sha256):
+            raise Invalid("pretrained_sha256", f"must be 64 hex digits, not {self.pretrained_sha256!r}")
+        if self.pretrained_sha256 and not self.pretrained:
+            raise Invalid("pretrained_sha256", "is the hash of model.pretrained's weights: set that too")
+
+
+def load_pretrained(cfg: ReaderConfig) -> LoadedBert:
+    """The BERT named by `cfg.pretrained` (its encoder: the parser reads the last layer alone),
+    its weights checked against `cfg.pretrained_sha256` first when that is set.
+
+    Raises:
+        UserError: the directory has no model.safetensors to check, or its SHA-256 differs.
+    """
+    if cfg.pretrained_sha256:
+        weights = Path(cfg.pretrained).expanduser() / WEIGHTS_FILE
+        if not weights.is_file():
+            raise UserError(
+                f"model.pretrained_sha256 is set but {weights} is not a file (the check needs a "
+                f"local directory holding {WEIGHTS_FILE})"
+            )
+        digest = sha256_of(weights)
+        if digest != cfg.pretrained_sha256.lower():
+            raise UserError(
+                f"{weights}: SHA-256 {digest}, expected {cfg.pretrained_sha256.lower()} "
+                "(model.pretrained_sha256): not the weights the recipe names; refusing to use them"
+            )
+    return load_hf_bert(cfg.pretrained, encoder_only=True)
 
 
 class BertReader(nn.Module):

@@ -14,6 +14,7 @@ import torch
 from nltk import Tree
 from torch import nn
 
+from tasks.parsing.bert import load_pretrained
 from tasks.parsing.config import ParsingConfig
 from tasks.parsing.data import (
     VOCAB_ARTIFACT,
@@ -27,7 +28,6 @@ from tasks.parsing.data import (
 from tasks.parsing.evalb import EvalbResult, evalb
 from tasks.parsing.parsers import build_model, parser_for
 from tasks.parsing.pieces import BertSpec
-from zoo.convert.hf_bert import load_hf_bert
 from zoo.data.batching import shard, token_batches
 from zoo.train import RunContext, Term
 
@@ -119,9 +119,7 @@ class ParsingTask:
         limit = self.cfg.data.max_train_words
         train = [t for t in self.treebank["train"] if not limit or len(t.leaves()) <= limit]
         # The parser reads the last layer alone: a bare encoder checkpoint (BertModel) will do.
-        self.bert = (
-            load_hf_bert(self.cfg.model.pretrained, encoder_only=True) if self.cfg.model.pretrained else None
-        )
+        self.bert = load_pretrained(self.cfg.model) if self.cfg.model.pretrained else None
         # The vocabulary is the treebank's alone, so parsers trained with and without extra trees
         # share it and parse as one ensemble.
         self.vocab = Vocab.build(train, BertSpec.of(self.bert) if self.bert else None)
