@@ -12,13 +12,13 @@ pickled object that could run code.
 from __future__ import annotations
 
 import errno
-import pickle
 import re
 import shutil
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -37,40 +37,99 @@ def schema_name(schema: type) -> str:
     return f"{schema.__module__}.{schema.__qualname__}"
 
 
+class _RecordingWriter:
+    """The file torch.save writes through: keeps the OSError of a failed write, which torch
+    turns into a RuntimeError that no longer says why ("file write failed")."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f, self.error = f, None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as err:
+            self.error = err
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
 def save_atomic(obj: Any, path: Path) -> None:
     """torch.save to `path` through a temporary file and an atomic rename (zoo.atomic);
-    a full disk or an unwritable folder is a UserError that says so."""
+    a full disk or an unwritable folder is a UserError that says so, in one line."""
+    failed: tuple[BaseException, int] | None = None
     try:
         with atomic_open(path) as f:
-            torch.save(obj, f)
+            writer = _RecordingWriter(f)
+            try:
+                torch.save(obj, writer)
+            except (OSError, RuntimeError) as err:
+                # Measured now: the partial file is deleted on the way out, freeing its space.
+                failed = (writer.error or err, shutil.disk_usage(path.parent).free)
+                raise
     except (OSError, RuntimeError) as err:
-        free = shutil.disk_usage(path.parent).free if path.parent.is_dir() else -1
-        if getattr(err, "errno", None) == errno.ENOSPC or 0 <= free < 1 << 20:
+        cause, free = failed or (err, shutil.disk_usage(path.parent).free if path.parent.is_dir() else -1)
+        if getattr(cause, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or 0 <= free < 1 << 20:
             raise UserError(f"could not write {path}: disk full ({free:,} bytes free)") from None
-        if isinstance(err, OSError):
-            raise UserError(f"could not write {path}: {err.strerror or err}") from None
+        if isinstance(cause, OSError):
+            raise UserError(f"could not write {path}: {cause.strerror or cause}") from None
         raise
 
 
 def load_checkpoint(path: str | Path) -> dict:
-    """Load a checkpoint safely; any problem is a UserError that names the file."""
+    """Load a checkpoint safely; any problem is a UserError of one line that names the file."""
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"checkpoint {path}: a directory, not a checkpoint file")
     if not path.is_file():
         raise UserError(f"checkpoint not found: {path}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        raise UserError(
-            f"{path}: refused to load: it holds objects other than tensors and plain "
-            f"containers, which could run code ({str(err).splitlines()[0][:200]})"
-        ) from None
-    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
-        raise UserError(
-            f"{path}: not a readable checkpoint (truncated or corrupt?): {str(err).splitlines()[0][:200]}"
-        ) from None
+        with warnings.catch_warnings():  # torch warns on stderr about a foreign pickle's protocol
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except MemoryError:
+        raise
+    except Exception as err:  # torch raises KeyError, EOFError, RuntimeError, ... for junk
+        raise UserError(f"{path}: {load_failure(path, err)}") from None
     if not isinstance(state, dict):
         raise UserError(f"{path}: not a zoo checkpoint (top level is {type(state).__name__})")
     return state
+
+
+_BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "In PyTorch")
+_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
+
+
+def load_failure(path: Path, err: BaseException) -> str:
+    """Why `path` did not load, in words and one line: not a checkpoint at all (text, an empty
+    file, a foreign pickle), truncated or corrupt, or refused because it could run code."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError as read_err:
+        return f"cannot be read: {read_err.strerror or read_err}"
+    text = str(err)
+    unsafe = _GLOBAL.search(text)
+    if not head:
+        return "not a checkpoint: the file is empty (an interrupted copy?)"
+    if head.startswith(b"PK"):
+        if not zipfile.is_zipfile(path):
+            return "not a readable checkpoint: truncated or corrupt (an incomplete zip archive)"
+    elif not head.startswith(b"\x80\x02"):  # neither torch's zip format nor its legacy pickle
+        try:
+            first = head.decode().strip().splitlines()[0][:60]
+            return f"not a checkpoint: a text file ({first!r} ...)"
+        except (UnicodeDecodeError, IndexError):
+            return "not a checkpoint: neither a torch zip archive nor a torch pickle"
+    if unsafe:
+        return (
+            f"refused to load: it holds a pickled {unsafe.group(1)}, not only tensors and plain "
+            "containers, and loading it could run code"
+        )
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith(_BOILERPLATE)]
+    detail = (lines[0] if lines else type(err).__name__)[:200]
+    return f"not a readable checkpoint (truncated or corrupt?): {detail}"
 
 
 def step_checkpoints(directory: Path) -> list[Path]:
@@ -167,8 +226,10 @@ class CheckpointManager:
     def latest_valid(self) -> tuple[Path, dict] | None:
         """The newest step checkpoint that loads and can be resumed from.
 
-        Newer files that cannot are renamed aside with a warning. Raises UserError when step
-        files exist but none of them can be resumed (starting over would hide the problem).
+        Newer files that cannot (whatever the reason: junk, truncated, unsafe, not a step
+        checkpoint) are renamed aside with a notice naming them. Raises UserError when step
+        files exist but none of them can be resumed (starting over would hide the problem);
+        None when there are no step files at all (the run directory decides what that means).
         """
         found = step_checkpoints(self.directory)
         for path in reversed(found):
@@ -187,10 +248,12 @@ class CheckpointManager:
                 # A notice, not an error: stdout, so stderr keeps only a failure's one line.
                 print(f"skipping {err}; renamed to {aside.name}", flush=True)
         if found:
+            best = " (best.pt is kept)" if self.best_path.is_file() else ""
             raise UserError(
-                f"{self.directory}: none of the {len(found)} step checkpoints can be "
-                "resumed (renamed *.unreadable); move the run away or pass "
-                "--train.resume=false to start over"
+                f"{self.directory}: none of the {len(found)} step checkpoints can be resumed "
+                f"(renamed *.unreadable){best}; nothing was trained. To start over, pass "
+                "--train.resume=false (the old run is moved aside, not deleted) or choose another "
+                "train.out_dir"
             )
         return None
 
