@@ -23,12 +23,15 @@ class DataConfig:
             "text (files with one document per blank-line-separated block)"
         },
     )
-    data_dir: str = field(default="", metadata={"help": "data directory ('' = $ZOO_DATA_DIR)"})
+    data_dir: str = field(
+        default="", metadata={"resume": "may change", "help": "data directory ('' = $ZOO_DATA_DIR)"}
+    )
     path: str = field(
         default="enwiki-extract",
         metadata={
+            "resume": "may change",
             "help": "wikiextractor: the folder of wiki_NN files; text: the training file (relative "
-            "paths are taken from data_dir)"
+            "paths are taken from data_dir)",
         },
     )
     valid: list[str] = field(
@@ -39,7 +42,10 @@ class DataConfig:
     )
     wikitext: str = field(
         default="wikitext-2",
-        metadata={"help": "folder with WikiText valid.txt/test.txt that evaluate also scores ('' = none)"},
+        metadata={
+            "resume": "may change",
+            "help": "folder with WikiText valid.txt/test.txt that evaluate also scores ('' = none)",
+        },
     )
     synthetic_seed: int = field(default=0, metadata={"help": "synthetic: seed of the corpus"})
     synthetic_train: int = field(default=4000, metadata={"help": "synthetic: training documents"})
@@ -73,9 +79,15 @@ class DataConfig:
     max_predictions_per_seq: int = field(default=20, metadata={"help": "at most this many per example"})
     whole_word_mask: bool = field(default=False, metadata={"help": "mask all pieces of a word together"})
     batch_size: int = field(default=32, metadata={"help": "examples per micro-batch, per rank"})
-    eval_batch_size: int = field(default=128, metadata={"help": "examples per evaluation batch"})
+    eval_batch_size: int = field(
+        default=128, metadata={"resume": "may change", "help": "examples per evaluation batch"}
+    )
     eval_limit: int = field(
-        default=0, metadata={"help": "evaluate on the first N held-out examples (0 = all; for quick checks)"}
+        default=0,
+        metadata={
+            "resume": "may change",
+            "help": "evaluate on the first N held-out examples (0 = all; for quick checks)",
+        },
     )
 
 

@@ -50,12 +50,15 @@ class DataConfig:
             "help": "grammar (built in, no data) | sample (NLTK's PTB sample) | wsj (sections 02-21/22/23)"
         },
     )
-    data_dir: str = field(default="", metadata={"help": "data directory ('' = $ZOO_DATA_DIR)"})
+    data_dir: str = field(
+        default="", metadata={"resume": "may change", "help": "data directory ('' = $ZOO_DATA_DIR)"}
+    )
     path: str = field(
         default="",
         metadata={
+            "resume": "may change",
             "help": "treebank folder, relative to data_dir ('' = ptb-sample/combined for sample; "
-            "wsj needs it)"
+            "wsj needs it)",
         },
     )
     grammar_seed: int = field(default=0, metadata={"help": "grammar: seed of the built-in treebank"})

@@ -30,13 +30,15 @@ class DataConfig:
         metadata={"help": "corpus: synthetic (built in, no download) | multi30k | wmt14 | files"},
     )
     data_dir: str = field(
-        default="", metadata={"help": "folder holding multi30k/ and wmt14/ ('' = $ZOO_DATA_DIR)"}
+        default="",
+        metadata={"resume": "may change", "help": "folder holding multi30k/ and wmt14/ ('' = $ZOO_DATA_DIR)"},
     )
     path: str = field(
         default="",
         metadata={
+            "resume": "may change",
             "help": "files: the folder with SPLIT.LANG or SPLIT.LANG.gz files (relative paths are "
-            "taken from data_dir)"
+            "taken from data_dir)",
         },
     )
     src_lang: str = field(default="en", metadata={"help": "source language suffix"})

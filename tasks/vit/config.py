@@ -64,21 +64,33 @@ class DataConfig:
     data_dir: str = field(
         default="",
         metadata={
+            "resume": "may change",
             "help": "data directory ('' = $ZOO_DATA_DIR); cifar10 reads <dir>/cifar10/{train,test} "
-            "(ImageFolder)"
+            "(ImageFolder)",
         },
     )
-    path: str = field(default="", metadata={"help": "imagefolder: root holding train/ and val/ (or test/)"})
+    path: str = field(
+        default="",
+        metadata={"resume": "may change", "help": "imagefolder: root holding train/ and val/ (or test/)"},
+    )
     download: bool = field(
-        default=True, metadata={"help": "let torchvision download CIFAR/MNIST when absent"}
+        default=True,
+        metadata={"resume": "may change", "help": "let torchvision download CIFAR/MNIST when absent"},
     )
     batch_size: int = field(default=64, metadata={"help": "training images per micro-batch"})
-    eval_batch_size: int = field(default=256, metadata={"help": "images per evaluation batch"})
+    eval_batch_size: int = field(
+        default=256, metadata={"resume": "may change", "help": "images per evaluation batch"}
+    )
     eval_limit: int = field(
         default=0,
-        metadata={"help": "evaluate on this many test images, evenly spaced (0 = all; for quick checks)"},
+        metadata={
+            "resume": "may change",
+            "help": "evaluate on this many test images, evenly spaced (0 = all; for quick checks)",
+        },
     )
-    num_workers: int = field(default=0, metadata={"help": "DataLoader worker processes"})
+    num_workers: int = field(
+        default=0, metadata={"resume": "may change", "help": "DataLoader worker processes"}
+    )
     mean: list[float] = field(
         default_factory=list,
         metadata={"help": "per-channel normalisation mean ([] = the dataset's); stored in the model"},

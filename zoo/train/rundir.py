@@ -8,10 +8,12 @@ the life of the run (an flock: the kernel drops it if the process dies, even by 
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fcntl
 import os
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +21,29 @@ from omegaconf import OmegaConf
 
 from zoo.atomic import atomic_open, clean_partial_writes
 from zoo.config import UserError
+from zoo.train.checkpoint import UNREADABLE_SUFFIX, step_checkpoints
 
 # Sections whose change makes a checkpoint mean something else (other shapes, other data, other
-# tokenizer). Everything else (schedule, step budget, logging, evaluation) may change on resume.
+# tokenizer). Everything else (schedule, step budget, logging, evaluation) may change on resume,
+# and so may any field of these sections whose metadata says {"resume": "may change"}: where the
+# data is read from (data_dir, path), how fast (num_workers) and how much of it is evaluated.
 FROZEN_SECTIONS = ("model.", "data.")
 FROZEN_KEYS = ("train.seed", "optim.name")
+MAY_CHANGE = "may change"
+
+
+def may_change_on_resume(cfg: Any, prefix: str = "") -> set[str]:
+    """Dotted keys of `cfg` (a config dataclass) marked field(metadata={"resume": "may change"})."""
+    keys: set[str] = set()
+    if not dataclasses.is_dataclass(cfg):
+        return keys
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            keys |= may_change_on_resume(value, f"{prefix}{f.name}.")
+        elif f.metadata.get("resume") == MAY_CHANGE:
+            keys.add(f"{prefix}{f.name}")
+    return keys
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -36,11 +56,16 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def frozen_differences(saved_yaml: str, current_yaml: str) -> list[str]:
-    """Keys of the model and data (and the seed, the optimizer) that differ between two configs."""
+def frozen_differences(saved_yaml: str, current_yaml: str, may_change: Collection[str] = ()) -> list[str]:
+    """Keys of the model and data (and the seed, the optimizer) that differ between two configs,
+    but for those in `may_change`."""
     old = flatten(OmegaConf.to_container(OmegaConf.create(saved_yaml)))
     new = flatten(OmegaConf.to_container(OmegaConf.create(current_yaml)))
-    keys = sorted(k for k in old.keys() | new.keys() if k.startswith(FROZEN_SECTIONS) or k in FROZEN_KEYS)
+    keys = sorted(
+        k
+        for k in old.keys() | new.keys()
+        if (k.startswith(FROZEN_SECTIONS) or k in FROZEN_KEYS) and k not in may_change
+    )
     return [
         f"{k} ({old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r})"
         for k in keys
@@ -60,30 +85,54 @@ class RunDirectory:
         self.checkpoints = self.path / "checkpoints"
         self._lock_fd: int | None = None
 
-    def holds_run(self) -> bool:
-        return (self.path / "config.yaml").is_file() or any(self.checkpoints.glob("step_*.pt"))
+    def contents(self) -> list[str]:
+        """What of a run the directory holds, in words (empty: it holds no run)."""
+        found = []
+        if (self.path / "config.yaml").is_file():
+            found.append("config.yaml")
+        steps = len(step_checkpoints(self.checkpoints))
+        if steps:
+            found.append(f"{steps} step checkpoint{'s' if steps > 1 else ''}")
+        if (self.checkpoints / "best.pt").is_file():
+            found.append("checkpoints/best.pt")
+        unreadable = (
+            len(list(self.checkpoints.glob(f"*{UNREADABLE_SUFFIX}"))) if self.checkpoints.is_dir() else 0
+        )
+        if unreadable:
+            found.append(f"{unreadable} *{UNREADABLE_SUFFIX} checkpoint{'s' if unreadable > 1 else ''}")
+        return found
 
-    def prepare(self, config_yaml: str, *, resume: bool) -> str:
+    def holds_run(self) -> bool:
+        return bool(self.contents())
+
+    def prepare(self, config_yaml: str, *, resume: bool, may_change: Collection[str] = ()) -> str:
         """Make the directory ready; returns "new", "resume" or "replaced".
 
         Raises UserError if the directory cannot be written, is in use by another run, or holds
-        a run whose model or data settings differ from `config_yaml` (when resuming).
+        a run that cannot be resumed: its model or data settings differ from `config_yaml`
+        (but for the keys in `may_change`), or it has no step checkpoint (config.yaml, best.pt
+        or unreadable files only: starting from step 0 would overwrite them). Writes no run
+        file: config.yaml is written by `write_config` once the start has passed its checks.
         """
         self._make_writable()
         self._lock()
         for leftover in clean_partial_writes(self.path) + clean_partial_writes(self.checkpoints):
             print(f"removed {leftover} (left by an interrupted write)")
-        outcome = "new"
-        if self.holds_run():
-            if resume:
-                self._check_compatible(config_yaml)
-                outcome = "resume"
-            else:
-                moved = self._move_aside()
-                print(f"train.resume=false: the previous run in {self.path} was moved to {moved}")
-                outcome = "replaced"
-        self.write_config(config_yaml)
-        return outcome
+        found = self.contents()
+        if not found:
+            return "new"
+        if not resume:
+            moved = self._move_aside()
+            print(f"train.resume=false: the previous run in {self.path} was moved to {moved}")
+            return "replaced"
+        if not step_checkpoints(self.checkpoints):
+            raise UserError(
+                f"{self.path} holds a run ({', '.join(found)}) but no step checkpoint to resume from; "
+                "nothing was changed. To start over, pass --train.resume=false (the old run is moved "
+                "aside into a replaced-TIME folder, not deleted) or choose another train.out_dir"
+            )
+        self._check_compatible(config_yaml, may_change)
+        return "resume"
 
     def write_config(self, config_yaml: str) -> None:
         """config.yaml: the recipe as the user gave it (values derived from it, such as the
@@ -124,11 +173,11 @@ class RunDirectory:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def _check_compatible(self, config_yaml: str) -> None:
+    def _check_compatible(self, config_yaml: str, may_change: Collection[str]) -> None:
         saved = self.path / "config.yaml"
         if not saved.is_file():
             return
-        differences = frozen_differences(saved.read_text(), config_yaml)
+        differences = frozen_differences(saved.read_text(), config_yaml, may_change)
         if differences:
             raise UserError(
                 f"{saved}: the run in {self.path} was trained with other model/data "

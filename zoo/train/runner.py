@@ -43,9 +43,9 @@ from zoo.train.distributed import (
 )
 from zoo.train.evaluation import autocast, evaluation
 from zoo.train.interrupt import Interrupted, StopRequest
-from zoo.train.metrics_log import MetricsLog
+from zoo.train.metrics_log import MetricsLog, read_metrics
 from zoo.train.optim import build_optimizer
-from zoo.train.rundir import RunDirectory
+from zoo.train.rundir import RunDirectory, may_change_on_resume
 from zoo.train.schedules import build_schedule
 from zoo.train.state import rng_state, seed_everything, set_rng_state
 from zoo.train.task import RunContext, Task, Term, step_accumulation, task_artifacts
@@ -99,7 +99,7 @@ def check_train_config(tc: TrainConfig) -> None:
     for key, least in (
         ("grad_accum", 1),
         ("log_every", 1),
-        ("max_steps", 0),
+        ("max_steps", 1),
         ("eval_every", 0),
         ("save_every", 0),
         ("keep_last", 1),
@@ -132,12 +132,25 @@ class Runner:
         self.run_dir = self.run.run_dir
         self.unit_name = getattr(task, "unit_name", "units")
         self.directory = RunDirectory(self.run_dir)
-        outcome = "new"
+        outcome: str | UserError = "new"
         if self.run.is_main:
-            outcome = self.directory.prepare(to_yaml(cfg), resume=self.tc.resume)
+            try:
+                outcome = self.directory.prepare(
+                    to_yaml(cfg), resume=self.tc.resume, may_change=may_change_on_resume(cfg)
+                )
+            except UserError as err:
+                outcome = err  # every rank stops with it, not only rank 0
         outcome = broadcast_object(outcome, self.run)
+        if isinstance(outcome, UserError):
+            self.directory.release()
+            raise outcome
         try:
             self._build(cfg, task, outcome)
+            # The run's files only once the start has passed its checks (the task's set-up and
+            # the model build included): a start refused on a bad value leaves nothing behind
+            # that would block the corrected command.
+            if self.run.is_main:
+                self.directory.write_config(to_yaml(cfg))
         except BaseException:
             self.directory.release()  # a failed set-up (bad data, say) leaves the directory free
             raise
@@ -166,6 +179,7 @@ class Runner:
             best_mode=self.tc.best_mode,
         )
         self.step, self.position, self.best = 0, DataPosition(), None
+        self.resumed_from: Path | None = None
         self.last_metrics: dict[str, float] = {}
         seed_everything(self.tc.seed + self.run.rank)  # independent dropout per rank
         if outcome == "resume":
@@ -184,9 +198,10 @@ class Runner:
 
     def _resume(self) -> None:
         found = self.checkpoints.latest_valid()
-        if found is None:
-            return
+        if found is None:  # the run directory saw step files at its start: they went since
+            raise UserError(f"{self.checkpoints.directory}: the step checkpoints are gone; nothing to resume")
         path, state = found
+        self.resumed_from = path
         load_weights(self.model, state["model"], path)
         self.optimizer.load_state_dict(state["optimizer"])
         self._check_optimizer_state(path)
@@ -196,7 +211,9 @@ class Runner:
         # best.pt may be newer than the step file (evaluation runs after the save).
         self.step, self.best = state["step"], self.checkpoints.best_value()
         self.position = DataPosition(**state["position"])
-        self.last_metrics = state.get("metrics", {})
+        # The step file is written before its step's evaluation, so the metrics it holds are
+        # those of an earlier evaluation: the metrics of this step are the ones logged after it.
+        self.last_metrics = broadcast_object(self._logged_evaluation(self.step), self.run)
         rngs = state["rng"]
         if len(rngs) == self.run.world_size:
             set_rng_state(rngs[self.run.rank])
@@ -211,6 +228,19 @@ class Runner:
             f"resumed from {path} at step {self.step} "
             f"(epoch {self.position.epoch}, batch {self.position.batch})"
         )
+
+    def _logged_evaluation(self, step: int) -> dict[str, float]:
+        """The metrics logged by the evaluation of `step` (rank 0; {} when there was none)."""
+        if not self.run.is_main:
+            return {}
+        try:
+            records = read_metrics(self.run_dir, "valid")
+        except (ValueError, KeyError, OSError):  # a damaged log: evaluate again
+            return {}
+        found = [r for r in records if r.get("step") == step]
+        if not found:
+            return {}
+        return {k: v for k, v in found[-1].items() if k not in ("split", "step", "time")}
 
     def _init_from(self, source: str) -> None:
         """Weights only, as fairseq's --restore-file with --reset-optimizer: continued
@@ -417,7 +447,7 @@ class Runner:
 
     # ----- the loop -----------------------------------------------------------------------
     def fit(self) -> FitResult:
-        tc, started = self.tc, time.time()
+        tc, started, first_step = self.tc, time.time(), self.step
         if self.run.is_main:
             params = sum(p.numel() for p in self.model.parameters())
             self._print(
@@ -463,13 +493,13 @@ class Runner:
                         self._stop_on_signal()
                     if result is not None:
                         self._save_and_evaluate(metrics_log)
-            if not self.last_metrics:  # resumed a finished run
-                self.evaluate()
+            if self.step == first_step:
+                self._nothing_to_train(metrics_log)
         finally:
             bar.close()
             metrics_log.close()
             self.directory.release()
-        if self.run.is_main:
+        if self.run.is_main and not (self.step == first_step and (self.run_dir / "summary.json").is_file()):
             summary = {
                 "step": self.step,
                 "metrics": self.last_metrics,
@@ -482,6 +512,19 @@ class Runner:
         model = self.eval_model()
         model.eval()
         return FitResult(model, self.last_metrics, self.run_dir, self.step, self.run)
+
+    def _nothing_to_train(self, metrics_log: MetricsLog) -> None:
+        """A finished run's command again: its result is that of the weights it finished with,
+        as evaluated then (read back from metrics.jsonl at resume); evaluated only if that
+        evaluation was lost (a crash between the save and the evaluation)."""
+        self._print(
+            f"nothing to train: the run in {self.run_dir} is at step {self.step} "
+            f"(train.max_steps={self.tc.max_steps}); raise train.max_steps to train further"
+        )
+        if not self.last_metrics:
+            metrics = self._evaluate_after_save(self.resumed_from)
+            metrics_log.write("valid", self.step, metrics)
+            self._print(f"step {self.step}: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
 
     def _save_and_evaluate(self, metrics_log: MetricsLog) -> None:
         """Save first whenever an evaluation is due, so a failing evaluation loses nothing."""
