@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import signal
 import sys
 from collections.abc import Callable
 from typing import TypeVar
@@ -16,8 +17,8 @@ F = TypeVar("F", bound=Callable)
 
 def main_guard(fn: F) -> F:
     """Run `fn`; a ConfigError, UserError or OS error (missing file, no permission, disk full)
-    exits 2 with one line on stderr; a
-    run stopped by a signal (after saving) exits 128 + the signal number with one line.
+    exits 2 with one line on stderr; a run stopped by a signal (after saving) exits 128 + the
+    signal number with one line, and so does Ctrl-C anywhere else (130).
 
     Anything else is a bug and keeps its traceback.
     """
@@ -32,6 +33,9 @@ def main_guard(fn: F) -> F:
         except Interrupted as err:
             print(str(err), file=sys.stderr)
             raise SystemExit(err.exit_code) from None
+        except KeyboardInterrupt as err:  # Ctrl-C outside a run's loop, or a second one inside
+            print(str(err) or "interrupted by Ctrl-C", file=sys.stderr)
+            raise SystemExit(128 + signal.SIGINT) from None
         except FileNotFoundError as err:
             print(f"error: file not found: {err.filename or err}", file=sys.stderr)
             raise SystemExit(2) from None

@@ -8,6 +8,7 @@ and type checking: an unknown key or a value of the wrong type is an error that 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -49,6 +50,8 @@ def load_config(
     if path is not None:
         merged = _merge(merged, _load_yaml(Path(path)), f"{path}")
     if overrides:
+        for item in overrides:
+            _check_text(item)
         dotlist = [o[2:] if o.startswith("--") else o for o in overrides]
         for item in dotlist:
             if "=" not in item:
@@ -82,10 +85,20 @@ def check_values(cfg: Any, prefix: str = "") -> None:
 
 
 def _load_yaml(path: Path) -> Any:
+    if path.is_dir():
+        raise ConfigError(f"config {path}: a directory; --config takes a YAML file")
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
+    raw = path.read_bytes()
     try:
-        data = yaml.safe_load(path.read_text())
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}, line {line}: not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file as UTF-8"
+        ) from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     if data is None:
@@ -93,6 +106,16 @@ def _load_yaml(path: Path) -> Any:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys, not {type(data).__name__}")
     return OmegaConf.create(data)
+
+
+def _check_text(argument: str) -> None:
+    """A command-line argument holding bytes that are not UTF-8 (Python keeps them as lone
+    surrogates) cannot be a value: name the argument rather than fail deep in the YAML writer."""
+    try:
+        argument.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(argument).decode("utf-8", errors="backslashreplace")
+        raise ConfigError(f"command-line argument '{shown}': not UTF-8 text") from None
 
 
 def _merge(base: Any, other: Any, source: str) -> Any:

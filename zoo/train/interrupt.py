@@ -27,7 +27,11 @@ class StopRequest:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum == signal.SIGINT and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # asked twice: stop now
+            # Asked twice: stop now, without saving (main_guard: exit 130, one line).
+            raise KeyboardInterrupt(
+                "stopped at once by a second Ctrl-C, without saving this step; run the same "
+                "command again to resume from the last checkpoint saved"
+            )
         self.signum = signum
 
     @property
