@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import sentencepiece as spm
@@ -18,6 +19,36 @@ from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS, SpecialIds
 
 MODEL_TYPES = ("unigram", "bpe")
+# SentencePiece's errors: "INTERNAL: src/trainer_interface.cc(638) [condition] message", and for an
+# exception raised by Python code it called, "INTERNAL: Type: message\n\nAt:\n  file(line): function".
+_STATUS = re.compile(r"^[A-Z_]+: ")
+_SOURCE = re.compile(r"^\S+\.cc\(\d+\) (\[.*?\](\s|$))?")
+
+
+def sentencepiece_message(error: Exception) -> str:
+    """SentencePiece's `error` as one line, without its status code, C++ source location and
+    condition, or the traceback pybind appends ('' when nothing else is left)."""
+    text = _STATUS.sub("", str(error).split("\n\nAt:", 1)[0].strip())
+    return " ".join(_SOURCE.sub("", text).split())
+
+
+class _Sentences(Iterator[str]):
+    """The corpus as SentencePiece reads it, counted, keeping the exception it raised: SentencePiece
+    would hand that back wrapped in a RuntimeError with the traceback as text."""
+
+    def __init__(self, sentences: Iterable[str]) -> None:
+        self.sentences, self.count, self.error = iter(sentences), 0, None
+
+    def __next__(self) -> str:
+        try:
+            sentence = next(self.sentences)
+        except StopIteration:  # the end, not an error
+            raise
+        except Exception as error:
+            self.error = error
+            raise
+        self.count += 1
+        return sentence
 
 
 class SentencePieceTokenizer:
@@ -39,7 +70,10 @@ class SentencePieceTokenizer:
         try:
             self.sp = spm.SentencePieceProcessor(model_proto=model)
         except RuntimeError as err:
-            raise UserError(f"{origin}: not a SentencePiece model ({err})") from None
+            detail = sentencepiece_message(err)  # '' where it names only a parser call
+            raise UserError(
+                f"{origin}: not a SentencePiece model" + (f" ({detail})" if detail else "")
+            ) from None
         found = SpecialIds(self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
         if found != special:
             raise UserError(f"{origin}: special ids are {found}, expected {special}")
@@ -78,11 +112,11 @@ class SentencePieceTokenizer:
         """
         if model_type not in MODEL_TYPES:
             raise UserError(f"tokenizer model type {model_type!r} is not one of {MODEL_TYPES}")
-        proto = io.BytesIO()
+        proto, corpus = io.BytesIO(), _Sentences(sentences)
         spm.set_random_generator_seed(seed)
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(sentences),
+                sentence_iterator=corpus,
                 model_writer=proto,
                 vocab_size=vocab_size,
                 model_type=model_type,
@@ -98,7 +132,18 @@ class SentencePieceTokenizer:
                 num_threads=os.cpu_count() or 1,
             )
         except RuntimeError as err:
-            raise UserError(f"tokenizer training failed: {err}") from None
+            if isinstance(corpus.error, UserError):  # the corpus's own message (file, line), as raised
+                raise corpus.error from None
+            if corpus.error is not None:
+                raise UserError(
+                    f"tokenizer training failed reading sentence {corpus.count + 1:,}: "
+                    f"{type(corpus.error).__name__}: {corpus.error}"
+                ) from corpus.error
+            if corpus.count == 0:
+                raise UserError("tokenizer training failed: no sentences to train on") from None
+            # a bare failed check keeps its condition (still one line): all there is to say
+            detail = sentencepiece_message(err) or " ".join(_STATUS.sub("", str(err)).split())
+            raise UserError(f"tokenizer training failed: {detail}") from None
         return cls(proto.getvalue(), special=special, origin="trained tokenizer")
 
     @property

@@ -5,7 +5,7 @@ import torch
 
 from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS, SpecialIds
-from zoo.data.tokenizer import SentencePieceTokenizer
+from zoo.data.tokenizer import SentencePieceTokenizer, sentencepiece_message
 
 PAD, UNK, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.unk, SPECIAL_IDS.bos, SPECIAL_IDS.eos
 ORDINARY = [
@@ -65,7 +65,50 @@ def test_sampled_training_and_user_errors(tmp_path, corpus):
         SentencePieceTokenizer.load(tmp_path / "missing.model")
     with pytest.raises(UserError, match="model type 'word'"):
         SentencePieceTokenizer.train(corpus, vocab_size=300, model_type="word")
-    with pytest.raises(UserError, match="not a SentencePiece model"):
-        SentencePieceTokenizer(b"junk", origin="junk.model")
+    with pytest.raises(UserError, match=r"^junk.model: not a SentencePiece model$"):
+        SentencePieceTokenizer(b"junk", origin="junk.model")  # not SentencePiece's parser call
     with pytest.raises(UserError, match="special ids are"):
         SentencePieceTokenizer(tok.model, special=SpecialIds(pad=3, unk=0, bos=1, eos=2))
+
+
+def failing_corpus(error: Exception):
+    yield "a man in a blue shirt"
+    raise error
+
+
+@pytest.mark.parametrize(
+    "sentences, expected",
+    [
+        # the corpus's own error, as it raised it (SentencePiece would wrap it in "INTERNAL: ... At:")
+        (failing_corpus(UserError("corpus.txt:2: not UTF-8")), "corpus.txt:2: not UTF-8"),
+        (
+            failing_corpus(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")),
+            "tokenizer training failed reading sentence 2: UnicodeDecodeError: 'utf-8' codec can't "
+            "decode byte 0xff in position 0: invalid start byte",
+        ),
+        ([], "tokenizer training failed: no sentences to train on"),
+    ],
+    ids=["user_error", "decode_error", "empty"],
+)
+def test_corpus_errors_are_one_clean_line(sentences, expected):
+    with pytest.raises(UserError) as error:
+        SentencePieceTokenizer.train(sentences, vocab_size=60)
+    assert str(error.value) == expected
+
+
+def test_sentencepiece_messages_lose_status_location_and_traceback():
+    assert (
+        sentencepiece_message(
+            RuntimeError(
+                "INTERNAL: src/trainer_interface.cc(638) [(static_cast<int>(required_chars_.size() + "
+                "meta_pieces_.size())) <= (trainer_spec_.vocab_size())] Vocabulary size is smaller than "
+                "required_chars. 5 vs 8."
+            )
+        )
+        == "Vocabulary size is smaller than required_chars. 5 vs 8."
+    )
+    assert (
+        sentencepiece_message(RuntimeError("INTERNAL: OSError: disk\n\nAt:\n  x.py(5): f\n"))
+        == "OSError: disk"
+    )
+    assert sentencepiece_message(RuntimeError("INTERNAL: src/a.cc(1) [!sentences_.empty()] ")) == ""
