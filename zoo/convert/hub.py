@@ -8,14 +8,47 @@ zoo.data.fetch is plain resumable URL downloads of data sets and knows no hub.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import socket
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlparse
 
 from zoo.config import UserError
 
 # A hub repository name: bert-base-uncased, google/bert_uncased_L-2_H-128_A-2.
 HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
+
+
+def hub_offline() -> bool:
+    """Whether downloads cannot work: HF_HUB_OFFLINE is set, or the hub's host does not answer
+    within a second. Checked first, so that an offline run fails at once instead of after the
+    hub client's retries (about 50 s)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+        return True
+    return not _reachable(urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "")
+
+
+@functools.cache
+def _reachable(host: str) -> bool:
+    try:
+        socket.create_connection((host, 443), timeout=1.0).close()
+        return True
+    except OSError:  # no DNS, no route, refused, timed out
+        return False
+
+
+def cached_file(repo_id: str, names: Sequence[str]) -> Path | None:
+    """The first of `names` that the Hugging Face cache holds for `repo_id` (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    for name in names:
+        found = try_to_load_from_cache(repo_id, name)
+        if isinstance(found, str):
+            return Path(found)
+    return None
 
 
 def snapshot(repo_id: str, files: Sequence[str]) -> Path:
@@ -27,10 +60,11 @@ def snapshot(repo_id: str, files: Sequence[str]) -> Path:
     """
     from huggingface_hub import snapshot_download
 
-    try:
-        return Path(snapshot_download(repo_id, allow_patterns=list(files)))
+    offline = hub_offline()
+    try:  # offline: what the cache holds, at once
+        return Path(snapshot_download(repo_id, allow_patterns=list(files), local_files_only=offline))
     except Exception as err:  # offline, unknown name, hub errors: one message
+        why = "offline and not in the cache" if offline else f"{type(err).__name__}: {err}"
         raise UserError(
-            f"cannot download {repo_id!r} from the Hugging Face hub "
-            f"({type(err).__name__}: {err}); offline, pass a local directory"
+            f"cannot download {repo_id!r} from the Hugging Face hub ({why}); offline, pass a local directory"
         ) from None
