@@ -8,7 +8,7 @@ import torch
 from timm.models.vision_transformer import ResPostBlock, VisionTransformer
 
 from zoo.config import UserError
-from zoo.convert.timm_vit import load_timm_state, vit_from_timm
+from zoo.convert.timm_vit import load_pretrained, load_timm_state, vit_from_timm
 from zoo.models.vit import ViT
 
 
@@ -89,3 +89,88 @@ def test_a_position_table_that_fits_no_grid_is_one_line() -> None:
     state["pos_embed"] = state["pos_embed"][:, :60]
     with pytest.raises(UserError, match="position table of 60 rows"):
         load_timm_state(_zoo(), state)
+
+
+def test_another_activation_or_norm_epsilon_is_refused() -> None:
+    """Same keys and shapes, other logits: only the built timm model tells."""
+    from functools import partial
+
+    from timm.layers import QuickGELU
+
+    with pytest.raises(UserError, match="activation .*QuickGELU.*exact GELU"):
+        vit_from_timm(_timm(act_layer=QuickGELU))
+    with pytest.raises(UserError, match=r"LayerNorm eps \[1e-05\]"):
+        vit_from_timm(_timm(norm_layer=partial(torch.nn.LayerNorm, eps=1e-5)))
+
+
+TINY = dict(  # timm's vit_tiny_patch16_224, as a recipe's model section
+    image_size=224,
+    patch_size=16,
+    in_chans=3,
+    num_classes=1000,
+    dim=192,
+    encoder_layers=12,
+    num_heads=3,
+    ffn_dim=768,
+)
+
+
+def test_a_timm_name_is_checked_against_the_recipe_key_by_key() -> None:
+    with pytest.raises(UserError, match=r"model.num_heads=4 \(timm: 3\), model.pool='avg' \(timm: 'token'\)"):
+        load_pretrained(_zoo(**{**TINY, "num_heads": 4, "pool": "avg"}), "vit_tiny_patch16_224")
+    with pytest.raises(UserError, match="neither a checkpoint file .* nor a timm model name"):
+        load_pretrained(_zoo(), "no_such_vit_model")
+
+
+def test_offline_a_timm_name_fails_at_once_or_loads_from_the_cache(monkeypatch, tmp_path) -> None:
+    """HF_HUB_OFFLINE: no download is tried (timm's hub retries take ~50 s); a cached file loads."""
+    import timm
+
+    import zoo.convert.timm_vit as timm_vit
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    create = timm.create_model
+    tried = []
+    monkeypatch.setattr(timm, "create_model", lambda *a, **k: tried.append(k) or create(*a, **k))
+    monkeypatch.setattr(timm_vit, "cached_file", lambda repo, names: None)
+    with pytest.raises(UserError, match="cannot get timm weights 'vit_tiny_patch16_224' .offline"):
+        load_pretrained(_zoo(**TINY), "vit_tiny_patch16_224")
+    assert all(not k.get("pretrained") for k in tried)
+
+    torch.manual_seed(0)
+    reference = create("vit_tiny_patch16_224", pretrained=False).eval()
+    torch.save(reference.state_dict(), tmp_path / "pytorch_model.bin")
+    monkeypatch.setattr(timm_vit, "cached_file", lambda repo, names: tmp_path / "pytorch_model.bin")
+    model = _zoo(**TINY).eval()
+    assert load_pretrained(model, "vit_tiny_patch16_224") == []
+    images = torch.rand(1, 3, 224, 224)
+    with torch.no_grad():
+        torch.testing.assert_close(model(images), reference((images - 0.5) / 0.5), rtol=0, atol=1e-4)
+
+
+def test_a_weights_file_says_what_it_assumed(tmp_path, capsys) -> None:
+    path = tmp_path / "vit.pth"
+    torch.save(_timm().state_dict(), path)
+    assert load_pretrained(_zoo(pool="token"), str(path)) == []
+    assert (
+        "assumed: num_heads=3 from the recipe, exact GELU and LayerNorm eps 1e-06" in capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("form", ["run checkpoint", "safetensors"])
+def test_a_zoo_checkpoint_is_sent_to_init_from(tmp_path, form: str) -> None:
+    from safetensors.torch import save_file
+
+    state = _zoo().state_dict()
+    if form == "safetensors":
+        path = tmp_path / "vit.safetensors"
+        save_file({k: v.contiguous() for k, v in state.items()}, str(path))
+    else:
+        path = tmp_path / "step_10.pt"
+        torch.save({"model": state, "config": "model: {}\n", "step": 10}, path)
+    with pytest.raises(
+        UserError, match=f"a zoo ViT checkpoint, not timm weights: .*--train.init_from={path}"
+    ):
+        load_pretrained(_zoo(), str(path))
+    with pytest.raises(UserError, match="a directory; .*--train.init_from"):
+        load_pretrained(_zoo(), str(tmp_path))
