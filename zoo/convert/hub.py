@@ -61,8 +61,9 @@ def snapshot(repo_id: str, files: Sequence[str]) -> Path:
     from huggingface_hub import snapshot_download
 
     offline = hub_offline()
-    try:  # offline: what the cache holds, at once
-        return Path(snapshot_download(repo_id, allow_patterns=list(files), local_files_only=offline))
+    local = {"local_files_only": True} if offline else {}  # offline: what the cache holds, at once
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=list(files), **local))
     except Exception as err:  # offline, unknown name, hub errors: one message
         why = "offline and not in the cache" if offline else f"{type(err).__name__}: {err}"
         raise UserError(
