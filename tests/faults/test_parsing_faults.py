@@ -58,11 +58,20 @@ def test_options_parsing_has_no_meaning_for_are_refused_in_one_line(parsing_run,
     assert_refused(run("zoo", "evaluate", "parsing", str(parsing_run), missing), "does not exist")
 
 
-def test_a_malformed_tree_file_names_file_and_line(tmp_path):
-    folder = tmp_path / "sample"
-    folder.mkdir()
-    for n in range(1, 200):  # the NLTK sample's wsj_0001 .. wsj_0199
+def write_sample(folder: Path) -> Path:
+    """The NLTK sample's layout (wsj_0001 .. wsj_0199.mrg), one short tree a file."""
+    folder.mkdir(parents=True)
+    for n in range(1, 200):
         (folder / f"wsj_{n:04d}.mrg").write_text("( (S (NP (DT The) (NN dog)) (VP (VBD barked))) )\n")
+    return folder
+
+
+def train_sample(folder: Path, out: Path, *args: str) -> object:
+    return run("tasks.parsing.train", *PARSING, "--data.source=sample", *args, f"--train.out_dir={out}")
+
+
+def test_a_malformed_tree_file_names_file_and_line(tmp_path):
+    folder = write_sample(tmp_path / "sample")
     bad = folder / "wsj_0150.mrg"
     bad.write_text("( (S (NP (DT The) (NN dog))\n   (VP (VBD barked)) )\n\n( (S (NP (NN cat) ) )\n")
     result = run(
@@ -84,3 +93,68 @@ def test_a_missing_data_dir_is_named(tmp_path):
         f"--train.out_dir={tmp_path / 'run'}",
     )
     assert_refused(result, "/nonexistent/data")
+
+
+def test_a_treebank_file_that_is_not_utf8_names_file_and_line(tmp_path):
+    folder = write_sample(tmp_path / "sample")
+    bad = folder / "wsj_0007.mrg"
+    bad.write_bytes(b"( (S (NP (NN caf\xe9)) (VP (VBD closed))) )\n")
+    result = train_sample(folder, tmp_path / "run", f"--data.path={folder}")
+    assert_refused(result, f"{bad}:1", "UTF-8")
+
+
+def test_an_empty_test_split_is_refused_at_training_and_evaluation(tmp_path):
+    folder = write_sample(tmp_path / "one" / "sample")
+    run_dir = tmp_path / "run"
+    result = train_sample(folder, run_dir, f"--data.data_dir={tmp_path / 'one'}", "--data.path=sample")
+    assert result.returncode == 0, result.stderr[-3000:]
+    empty = write_sample(tmp_path / "two" / "sample")
+    for n in range(172, 200):  # the test split's files, holding no tree
+        (empty / f"wsj_{n:04d}.mrg").write_text("\n")
+    evaluate = run("zoo", "evaluate", "parsing", str(run_dir), f"--data_dir={tmp_path / 'two'}")
+    assert_refused(evaluate, "test split has no trees", "wsj_0172.mrg .. wsj_0199.mrg")
+    assert_refused(train_sample(empty, tmp_path / "run2", f"--data.path={empty}"), "test split has no trees")
+
+
+def test_pretrained_weights_with_another_sha256_are_refused(tmp_path):
+    bert = tmp_path / "minilm"
+    bert.mkdir()
+    (bert / "config.json").write_text("{}")
+    (bert / "model.safetensors").write_bytes(b"not the official weights")
+    official = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+    result = run(
+        "tasks.parsing.train",
+        *PARSING,
+        f"--model.pretrained={bert}",
+        f"--model.pretrained_sha256={official}",
+        f"--train.out_dir={tmp_path / 'run'}",
+    )
+    assert_refused(result, f"{bert / 'model.safetensors'}", f"expected {official}")
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def scorer_files(tmp_path: Path, gold: bytes, test: bytes) -> tuple[Path, Path]:
+    (tmp_path / "gold.mrg").write_bytes(gold)
+    (tmp_path / "test.mrg").write_bytes(test)
+    return tmp_path / "gold.mrg", tmp_path / "test.mrg"
+
+
+def test_the_scorer_refuses_files_it_cannot_read_one_sentence_a_line(tmp_path):
+    tree = b"( (S (NN a) (VB b)))\n"
+    gold, test = scorer_files(tmp_path, tree * 3, tree * 2)
+    assert_refused(run("tasks.parsing.evalb", str(gold), str(test)), "3 lines", "has 2")
+    gold, test = scorer_files(tmp_path, tree * 2, tree + b"( (S (NN a) (VB \xff)))\n")
+    assert_refused(run("tasks.parsing.evalb", str(gold), str(test)), f"{test}:2", "UTF-8")
+    gold, test = scorer_files(tmp_path, b"( (S (NN a)\n  (VB b)))\n", tree)  # .mrg layout
+    assert_refused(run("tasks.parsing.evalb", str(gold), str(test)), f"{gold}:1", "one whole sentence a line")
+
+
+def test_the_scorer_warns_past_evalb_c_max_error_and_scores_the_rest(tmp_path):
+    gold, test = scorer_files(
+        tmp_path, b"(S (NN a) (VB b))\n" * 13, b"(S (NN a) (VB b))\n" + b"(S (NN a))\n" * 12
+    )
+    result = run("tasks.parsing.evalb", str(gold), str(test))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("WARNING: 12 error sentence(s) of 13 not scored: the scores are over 1")
+    assert "WARNING" in result.stderr and "MAX_ERROR 10" in result.stderr
+    assert "Bracketing FMeasure       = 100.00" in result.stdout
