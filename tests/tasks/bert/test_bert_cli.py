@@ -228,6 +228,7 @@ def test_a_hub_name_goes_through_snapshot_download(hf_dir, monkeypatch):
         return str(hf_dir)
 
     monkeypatch.setattr("huggingface_hub.snapshot_download", snapshot_download)
+    monkeypatch.setattr("zoo.convert.hub.hub_offline", lambda: False)  # as if the hub answered
     loaded = load_bert("someone/tiny-bert")
     assert asked["repo_id"] == "someone/tiny-bert" and "vocab.txt" in asked["allow_patterns"]
     assert loaded.source == hf_dir and loaded.recipe is None
