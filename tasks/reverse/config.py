@@ -14,7 +14,9 @@ class ReverseDataConfig:
     max_len: int = field(default=10, metadata={"help": "longest sequence"})
     batch_size: int = field(default=64, metadata={"help": "sequences per global batch (all ranks)"})
     batches_per_epoch: int = field(default=100, metadata={"help": "batches in one epoch"})
-    valid_size: int = field(default=512, metadata={"help": "held-out sequences for evaluation"})
+    valid_size: int = field(
+        default=512, metadata={"resume": "may change", "help": "held-out sequences for evaluation"}
+    )
 
 
 def _tiny_model() -> ModelConfig:

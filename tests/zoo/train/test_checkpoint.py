@@ -112,3 +112,20 @@ def test_full_disk_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(torch, "save", full)
     with pytest.raises(UserError, match="disk full"):
         save_atomic({"step": 1}, tmp_path / "x.pt")
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"hello", "a text file"),  # torch's unpickler raises KeyError
+        (b"", "empty"),
+        (b"PK\x03\x04 half", "truncated or corrupt"),
+        (b"\x80\x04\x95 some pickle", "neither a torch zip archive nor a torch pickle"),
+    ],
+)
+def test_every_unloadable_file_is_one_user_error(tmp_path, data, words):
+    path = tmp_path / "step_00000001.pt"
+    path.write_bytes(data)
+    with pytest.raises(UserError, match=words) as caught:
+        load_checkpoint(path)
+    assert "\n" not in str(caught.value)

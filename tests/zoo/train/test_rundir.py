@@ -140,3 +140,29 @@ def test_a_failed_set_up_leaves_the_directory_free(tiny_cfg):
     with pytest.raises(UserError, match="no such file"):
         fit(tiny_cfg, FailingSetup(tiny_cfg))
     fit(tiny_cfg, ToyTask(tiny_cfg))  # in the same process: the lock was released
+
+
+def test_keys_marked_may_change_are_free_on_resume():
+    from tasks.vit.config import ViTConfig
+    from zoo.train.rundir import may_change_on_resume
+
+    free = may_change_on_resume(ViTConfig())
+    assert {"data.path", "data.data_dir", "data.num_workers", "data.eval_limit"} <= free
+    assert "data.batch_size" not in free and "model.dim" not in free
+    saved = "data:\n  path: /old\n  num_workers: 0\n  batch_size: 8\n"
+    moved = "data:\n  path: /new\n  num_workers: 4\n  batch_size: 8\n"
+    assert frozen_differences(saved, moved, free) == []
+    assert frozen_differences(saved, moved.replace("batch_size: 8", "batch_size: 9"), free) == [
+        "data.batch_size (8 -> 9)"
+    ]
+
+
+def test_a_directory_with_best_pt_but_no_step_checkpoint_is_refused(tiny_cfg):
+    fit(tiny_cfg, ToyTask(tiny_cfg))
+    run = Path(tiny_cfg.train.out_dir)
+    for path in step_checkpoints(run / "checkpoints"):
+        path.unlink()
+    (run / "checkpoints" / "best.pt").write_bytes(b"kept")
+    with pytest.raises(UserError, match="holds a run .*no step checkpoint.*--train.resume=false"):
+        fit(tiny_cfg, ToyTask(tiny_cfg))
+    assert (run / "checkpoints" / "best.pt").read_bytes() == b"kept"
