@@ -361,3 +361,49 @@ def test_a_finished_runs_command_again_reports_the_same_result(tmp_path):
 
     assert result_line(again.stdout) == result_line(first.stdout)
     assert (out / "summary.json").read_text() == summary
+
+
+def test_vit_data_moved_resumes_and_a_rerun_reports_the_figure_it_finished_with(tmp_path):
+    """Moving the images, more DataLoader workers or a smaller evaluation do not block a resume;
+    the finished run's command again prints the same test figure and keeps summary.json."""
+    from clirun import VIT, write_images
+
+    out = tmp_path / "run"
+    images = write_images(tmp_path / "images")
+    vit = [*VIT, f"--train.out_dir={out}", "--train.eval_every=1"]
+    first = subprocess.run(
+        [sys.executable, "-m", "tasks.vit.train", *vit, f"--data.path={images}"],
+        capture_output=True, text=True, timeout=300, env=ENV,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    moved = images.rename(tmp_path / "moved")
+    args = [
+        *vit,
+        f"--data.path={moved}",
+        "--data.num_workers=1",
+        "--data.eval_batch_size=4",
+        "--train.max_steps=3",
+    ]
+
+    def again() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "tasks.vit.train", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=ENV,
+        )
+
+    resumed = again()
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stdout
+    summary = (out / "summary.json").read_text()
+    rerun = again()
+    assert rerun.returncode == 0, rerun.stderr
+    assert "nothing to train" in rerun.stdout
+
+    def figure(text: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith("test top-1")).split("(")[0]
+
+    assert figure(rerun.stdout) == figure(resumed.stdout)
+    assert (out / "summary.json").read_text() == summary
