@@ -110,8 +110,8 @@ class RunDirectory:
 
         Raises UserError if the directory cannot be written, is in use by another run, or holds
         a run that cannot be resumed: its model or data settings differ from `config_yaml`
-        (but for the keys in `may_change`), or it has no step checkpoint (config.yaml, best.pt
-        or unreadable files only: starting from step 0 would overwrite them). Writes no run
+        (but for the keys in `may_change`), or it has no step checkpoint but best.pt or unreadable
+        ones (starting from step 0 would overwrite them); a run that saved nothing starts anew. Writes no run
         file: config.yaml is written by `write_config` once the start has passed its checks.
         """
         self._make_writable()
@@ -125,6 +125,10 @@ class RunDirectory:
             moved = self._move_aside()
             print(f"train.resume=false: the previous run in {self.path} was moved to {moved}")
             return "replaced"
+        if found == ["config.yaml"]:
+            # Stopped (or crashed) before its first checkpoint: no trained weights to lose.
+            print(f"{self.path} holds a run that saved no checkpoint: starting it from step 0")
+            return "new"
         if not step_checkpoints(self.checkpoints):
             raise UserError(
                 f"{self.path} holds a run ({', '.join(found)}) but no step checkpoint to resume from; "

@@ -166,3 +166,14 @@ def test_a_directory_with_best_pt_but_no_step_checkpoint_is_refused(tiny_cfg):
     with pytest.raises(UserError, match="holds a run .*no step checkpoint.*--train.resume=false"):
         fit(tiny_cfg, ToyTask(tiny_cfg))
     assert (run / "checkpoints" / "best.pt").read_bytes() == b"kept"
+
+
+def test_a_run_that_saved_no_checkpoint_starts_anew(tmp_path, capsys):
+    """Killed before its first checkpoint: nothing trained to lose, so the same command runs."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("seed: 0\n")
+    directory = RunDirectory(run)
+    assert directory.prepare("seed: 1\n", resume=True) == "new"
+    directory.release()
+    assert "saved no checkpoint" in capsys.readouterr().out
