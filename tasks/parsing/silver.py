@@ -32,6 +32,7 @@ from zoo.cli import main_guard
 from zoo.config import Invalid, UserError, parse_cli
 from zoo.data.documents import FORMATS, read_documents, wiki_files
 from zoo.train import evaluation
+from zoo.verbs.commands import renamed
 from zoo.verbs.io import check_writable
 
 CHUNK = 1000  # sentences per call of the parser: progress, and memory bounded
@@ -87,22 +88,10 @@ def unlabeled_sentences(options: SilverOptions, parser: LoadedParser) -> Iterato
                     yield words
 
 
-def renamed(argv: list[str]) -> list[str]:
-    """This tool's options before the shared names (--out, --sentences), read with a note."""
-    out = []
-    for arg in argv:
-        key, sep, value = arg[2:].replace("-", "_").partition("=")
-        if arg.startswith("--") and key in RENAMED:
-            print(f"note: --{key} is now --{RENAMED[key]}", file=sys.stderr)
-            arg = f"--{RENAMED[key]}{sep}{value}"
-        out.append(arg)
-    return out
-
-
 @main_guard
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    options = parse_cli(SilverOptions, renamed(argv), default_config=None, description=__doc__,
+    options = parse_cli(SilverOptions, renamed(argv, RENAMED), default_config=None, description=__doc__,
                         positional=("run",), recipe=False)  # fmt: skip
     if not options.run:
         raise UserError("name a run directory or checkpoint file: python -m tasks.parsing.silver RUN ...")
