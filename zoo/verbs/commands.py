@@ -16,7 +16,7 @@ from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
 from zoo.train import evaluation, fit, load_trained
 from zoo.train.average import average_run
-from zoo.train.checkpoint import schema_name
+from zoo.train.checkpoint import STEP_FILE, schema_name, step_checkpoints
 from zoo.verbs.io import check_readable, check_writable, input_lines, write_directory, write_text
 from zoo.verbs.options import VerbOptions
 from zoo.verbs.spec import Loaded, TaskSpec, Unsupported
@@ -187,10 +187,29 @@ def _average(options: VerbOptions, spec: TaskSpec | None) -> Path:
         raise UserError(f"average needs a run directory, not {run}")
     output = Path(options.output) if options.output else run / "averaged.pt"
     check_writable(str(output), "output")
+    found = step_checkpoints(run / "checkpoints")
+    if len(found) >= options.last:  # too few is average_run's one-line refusal
+        check_close(found[-options.last :], force=options.force)
     paths = average_run(run, options.last, output, schema=schema_name(spec.config) if spec else "")
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {output}")
     print(f"evaluate it: python -m zoo evaluate {spec.name if spec else 'TASK'} {run} --checkpoint averaged")
     return output
+
+
+# Averaging helps over the last stretch of training (the paper: the last 5 or 20 checkpoints,
+# written 10 minutes apart, of a 12-hour run); a span reaching back to early weights averages a
+# worse model in (the demo's steps 200-600: 53.43 BLEU against 90.92 for best.pt).
+CLOSE_ENOUGH = 0.8  # the first averaged step at least this fraction of the last
+
+
+def check_close(paths: list[Path], *, force: bool) -> None:
+    steps = [int(STEP_FILE.match(path.name).group(1)) for path in paths]
+    if len(steps) > 1 and steps[0] < CLOSE_ENOUGH * steps[-1] and not force:
+        raise UserError(
+            f"--last {len(steps)} spans steps {steps[0]}-{steps[-1]}: averaging helps over the last "
+            f"stretch of training (the first step at least {CLOSE_ENOUGH:.0%} of the last); save more "
+            "often (train.save_every, train.keep_last), average fewer (--last), or pass --force"
+        )
 
 
 VERB_HELP = {

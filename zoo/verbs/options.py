@@ -56,7 +56,10 @@ class VerbOptions:
         default="", metadata={"help": "more runs to combine with RUN, separated by ':' (where the task can)"}
     )
     format: str = field(default="", metadata={"help": "export: the format ('' = the task's first)"})
-    force: bool = field(default=False, metadata={"help": "export: replace an existing output directory"})
+    force: bool = field(
+        default=False,
+        metadata={"help": "export: replace an existing output directory; average: checkpoints far apart too"},
+    )
     last: int = field(default=5, metadata={"help": "average: how many of the newest step checkpoints"})
 
     def check(self) -> None:

@@ -69,7 +69,7 @@ def test_average_verb_writes_a_loadable_mean(tiny_cfg):
     tiny_cfg.train.save_every, tiny_cfg.train.keep_last = 1, 3
     result = fit(tiny_cfg, WithTokenizer(tiny_cfg))
     proc = subprocess.run(
-        [sys.executable, "-m", "zoo.train.average", str(result.run_dir), "--last", "2"],
+        [sys.executable, "-m", "zoo.train.average", str(result.run_dir), "--last", "2", "--force"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from zoo.config import ConfigError, UserError, load_config
-from zoo.verbs.commands import renamed
+from zoo.verbs.commands import check_close, renamed
 from zoo.verbs.io import write_directory
 from zoo.verbs.options import VerbOptions
 
@@ -44,3 +44,14 @@ def test_a_directory_is_written_whole_or_not_at_all(tmp_path: Path):
         write_directory(output, lambda staging: None, force=False)
     write_directory(output, lambda staging: (staging / "new.bin").write_bytes(b"2"), force=True)
     assert [p.name for p in output.iterdir()] == ["new.bin"]
+
+
+def test_only_checkpoints_close_together_are_averaged_unless_forced(tmp_path: Path):
+    def steps(*numbers: int) -> list[Path]:
+        return [tmp_path / f"step_{n:08d}.pt" for n in numbers]
+
+    check_close(steps(900, 950, 1000), force=False)  # the last stretch of a run
+    check_close(steps(600), force=False)
+    with pytest.raises(UserError, match="spans steps 200-600"):  # the demo's three saves
+        check_close(steps(200, 400, 600), force=False)
+    check_close(steps(200, 400, 600), force=True)
