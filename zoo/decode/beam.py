@@ -149,6 +149,29 @@ def _leave_or_wait(
     return None, (active, scores, *per_sequence)
 
 
+def _finish_ended(
+    finished: FinishedHypotheses,
+    state: DecodingState,
+    active: Tensor,
+    top: Tensor,
+    parent: Tensor,
+    token: Tensor,
+    step: int,
+    alpha: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Candidates among the top k that chose EOS join `finished` (length-normalised); the k best
+    that did not stay live: their (scores, parents, tokens)."""
+    k = top.shape[1] // 2
+    ends = token == state.special.eos
+    ended = ends[:, :k] & top[:, :k].isfinite()
+    if ended.any():
+        normalised = (top[:, :k] / length_penalty(step + 1, alpha)).masked_fill(~ended, float("-inf"))
+        prefixes = state.tokens[:, 1:][parent[:, :k]]  # (n, k, step)
+        finished.add(active, normalised, prefixes)
+    live = ends.to(torch.uint8).argsort(dim=1, stable=True)[:, :k]  # non-EOS first, in rank order
+    return top.gather(1, live), parent.gather(1, live), token.gather(1, live)
+
+
 @torch.inference_mode()
 def beam_search(
     model: EncoderDecoder,
@@ -207,17 +230,7 @@ def beam_search(
     width = best.shape[1]
     for step in range(int(limits.max()) + 1):
         top, parent, token = _rank(scores, best, best_token, k)
-        ends = token == special.eos
-
-        ended = ends[:, :k] & top[:, :k].isfinite()
-        if ended.any():
-            normalised = (top[:, :k] / length_penalty(step + 1, alpha)).masked_fill(~ended, float("-inf"))
-            prefixes = state.tokens[:, 1:][parent[:, :k]]  # (n, k, step)
-            finished.add(active, normalised, prefixes)
-
-        live = ends.to(torch.uint8).argsort(dim=1, stable=True)[:, :k]  # non-EOS first, in rank order
-        scores, parent, token = top.gather(1, live), parent.gather(1, live), token.gather(1, live)
-
+        scores, parent, token = _finish_ended(finished, state, active, top, parent, token, step, alpha)
         done = _stopped(finished, active, scores, limits[active], step, alpha, enough)
         if done.all():
             break

@@ -448,14 +448,7 @@ class Runner:
     # ----- the loop -----------------------------------------------------------------------
     def fit(self) -> FitResult:
         tc, started, first_step = self.tc, time.time(), self.step
-        if self.run.is_main:
-            params = sum(p.numel() for p in self.model.parameters())
-            self._print(
-                f"config:\n{to_yaml(self.cfg)}model: {params:,} parameters on "
-                f"{self.run.device} x{self.run.world_size}, {tc.precision}, "
-                f"{self.run.grad_accum} micro-batch(es) per step, {self.threads} CPU thread(s) "
-                f"({self.threads_why})"
-            )
+        self._announce()
         metrics_log = MetricsLog(self.run_dir, enabled=self.run.is_main, tensorboard=tc.tensorboard)
         metrics_log.drop_after(self.step)  # records of steps a crash lost are redone
         bar = tqdm(
@@ -499,19 +492,33 @@ class Runner:
             bar.close()
             metrics_log.close()
             self.directory.release()
+        # A re-run that trained nothing keeps the summary of the run that did.
         if self.run.is_main and not (self.step == first_step and (self.run_dir / "summary.json").is_file()):
-            summary = {
-                "step": self.step,
-                "metrics": self.last_metrics,
-                "train_seconds_this_run": round(time.time() - started, 1),
-                "parameters": sum(p.numel() for p in self.model.parameters()),
-                "device": str(self.run.device),
-                "world_size": self.run.world_size,
-            }
-            (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            self._write_summary(time.time() - started)
         model = self.eval_model()
         model.eval()
         return FitResult(model, self.last_metrics, self.run_dir, self.step, self.run)
+
+    def _announce(self) -> None:
+        if self.run.is_main:
+            params = sum(p.numel() for p in self.model.parameters())
+            self._print(
+                f"config:\n{to_yaml(self.cfg)}model: {params:,} parameters on "
+                f"{self.run.device} x{self.run.world_size}, {self.tc.precision}, "
+                f"{self.run.grad_accum} micro-batch(es) per step, {self.threads} CPU thread(s) "
+                f"({self.threads_why})"
+            )
+
+    def _write_summary(self, seconds: float) -> None:
+        summary = {
+            "step": self.step,
+            "metrics": self.last_metrics,
+            "train_seconds_this_run": round(seconds, 1),
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "device": str(self.run.device),
+            "world_size": self.run.world_size,
+        }
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
     def _nothing_to_train(self, metrics_log: MetricsLog) -> None:
         """A finished run's command again: its result is that of the weights it finished with,
