@@ -41,6 +41,22 @@ def _small_timm(**kwargs) -> VisionTransformer:
     return _perturbed(model)
 
 
+def small_vit(image_size: int) -> ViT:
+    """The 3-layer, 3-head ViT the timm weight tests load into, at `image_size`."""
+    return ViT(
+        image_size=image_size,
+        patch_size=4,
+        in_chans=3,
+        num_classes=10,
+        dim=48,
+        encoder_layers=3,
+        num_heads=3,
+        ffn_dim=192,
+        mean=(0.5, 0.4, 0.3),
+        std=(0.2, 0.25, 0.3),
+    )
+
+
 # The named architectures; all but the first run at 64 px (timm resizes its position table the
 # same way) to keep the test fast.
 @pytest.mark.parametrize(
@@ -133,18 +149,7 @@ def test_other_image_size_equals_timm_dynamic_size() -> None:
     with torch.no_grad():
         ours = model(images)
     assert torch.allclose(ours, _timm_logits(dynamic.eval(), images), atol=1e-5, rtol=0)
-    at_48 = ViT(
-        image_size=48,
-        patch_size=4,
-        in_chans=3,
-        num_classes=10,
-        dim=48,
-        encoder_layers=3,
-        num_heads=3,
-        ffn_dim=192,
-        mean=(0.5, 0.4, 0.3),
-        std=(0.2, 0.25, 0.3),
-    ).eval()
+    at_48 = small_vit(48).eval()
     assert load_timm_state(at_48, timm_model.state_dict()) == []
     with torch.no_grad():
         assert torch.allclose(at_48(images), ours, atol=1e-5, rtol=0)
@@ -219,18 +224,7 @@ def test_pretrained_from_a_local_timm_checkpoint_file(tmp_path, suffix: str) -> 
         save_file(state, str(path))
     else:
         torch.save({"model": state}, path)  # timm's training checkpoints nest the weights
-    model = ViT(
-        image_size=32,
-        patch_size=4,
-        in_chans=3,
-        num_classes=10,
-        dim=48,
-        encoder_layers=3,
-        num_heads=3,
-        ffn_dim=192,
-        mean=(0.5, 0.4, 0.3),
-        std=(0.2, 0.25, 0.3),
-    ).eval()
+    model = small_vit(32).eval()
     assert load_pretrained(model, str(path)) == []
     images = torch.rand(2, 3, 32, 32)
     with torch.no_grad():
