@@ -1,7 +1,7 @@
 """The shared core every zoo model is assembled from."""
 
 from zoo.blocks.attention import MultiHeadAttention, attention_maps, attention_reference
-from zoo.blocks.cache import DecoderCache, DecoderLayerCache, KVCache
+from zoo.blocks.cache import CausalCache, DecoderCache, DecoderLayerCache, KVCache
 from zoo.blocks.dropout import Dropout
 from zoo.blocks.embeddings import SequenceEmbedding, TokenEmbedding
 from zoo.blocks.ffn import ACTIVATIONS, FeedForward
@@ -14,13 +14,15 @@ from zoo.blocks.norms import NORMS, build_norm
 from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 from zoo.blocks.partitioned import ConcatPositions, partition_
 from zoo.blocks.positions import POSITIONS, LearnedPositions, SinusoidalPositions, resample_grid
-from zoo.blocks.stacks import Decoder, Encoder, self_attention_mask, stochastic_depth_rates
+from zoo.blocks.stacks import CausalStack, Decoder, Encoder, self_attention_mask, stochastic_depth_rates
 
 __all__ = [
     "ACTIVATIONS",
     "MIXERS",
     "NORMS",
     "POSITIONS",
+    "CausalCache",
+    "CausalStack",
     "ConcatPositions",
     "Conv",
     "Decoder",

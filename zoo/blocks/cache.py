@@ -26,7 +26,7 @@ from torch import Tensor
 from zoo.blocks.beam_cache import BeamHistory, BeamKVCache
 from zoo.blocks.kv_cache import KVCache
 
-__all__ = ["BeamHistory", "BeamKVCache", "DecoderCache", "DecoderLayerCache", "KVCache"]
+__all__ = ["BeamHistory", "BeamKVCache", "CausalCache", "DecoderCache", "DecoderLayerCache", "KVCache"]
 
 
 @dataclass
@@ -77,3 +77,25 @@ class DecoderCache:
             layer.cross_attn.reorder(index)
             if self.history is not None:
                 layer.self_attn.reorder(index)
+
+
+@dataclass
+class CausalCache:
+    """Per-layer self-attention caches of a decoder-only stack (GPT): no cross-attention, so the
+    prompt's keys and values are per row like the generated ones; `offset` counts every cached
+    position (left padding included)."""
+
+    layers: list[KVCache]
+
+    @classmethod
+    def empty(cls, num_layers: int) -> CausalCache:
+        return cls([KVCache() for _ in range(num_layers)])
+
+    @property
+    def offset(self) -> int:
+        return len(self.layers[0])
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the rows `index` (repeats allowed): beams expanded, reordered or dropped."""
+        for layer in self.layers:
+            layer.reorder(index)

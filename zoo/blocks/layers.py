@@ -17,6 +17,7 @@ from zoo.blocks.attention import MultiHeadAttention
 from zoo.blocks.cache import DecoderLayerCache
 from zoo.blocks.dropout import Dropout
 from zoo.blocks.ffn import ACTIVATIONS, FeedForward
+from zoo.blocks.kv_cache import KVCache
 from zoo.blocks.local_attention import LocalAttention
 from zoo.blocks.norms import NORMS, build_norm
 
@@ -117,7 +118,8 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then FFN: (B, S, D) -> (B, S, D).
+    """Self-attention then FFN: (B, S, D) -> (B, S, D). With causal self-attention (and a cache
+    while decoding) it is also the layer of a decoder-only model (GPT's block).
 
     Args:
         spec: the layer's arguments.
@@ -130,14 +132,23 @@ class EncoderLayer(nn.Module):
         self.ffn = spec.feed_forward()
         self.ffn_res = spec.residual()
 
-    def forward(self, x: Tensor, *, mask: Tensor | None = None, queries: slice | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        mask: Tensor | None = None,
+        is_causal: bool = False,
+        cache: KVCache | None = None,
+        queries: slice | None = None,
+    ) -> Tensor:
         """mask: bool, True = may attend (with a window: a key padding mask (B, 1, 1, S)).
+        is_causal, cache: as for MultiHeadAttention (a decoder-only stack's causal layers).
 
         `queries`: compute only these positions' outputs, (B, S', D); they still attend to every
         position (the sublayers act per position, so the result is the full output's slice).
         """
         if queries is None:
-            x = self.self_attn_res(x, lambda h: self.self_attn(h, mask=mask))
+            x = self.self_attn_res(x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, cache=cache))
         elif isinstance(self.self_attn, LocalAttention):
             raise ValueError("queries is not supported with restricted (windowed) attention")
         else:

@@ -10,8 +10,9 @@ from dataclasses import replace
 
 import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
-from zoo.blocks.cache import DecoderCache
+from zoo.blocks.cache import CausalCache, DecoderCache
 from zoo.blocks.layers import DecoderLayer, EncoderLayer, LayerSpec
 from zoo.blocks.masks import causal_mask, local_mask
 from zoo.blocks.norms import build_norm
@@ -158,4 +159,40 @@ class Decoder(_Stack):
                 memory_mask=memory_mask,
                 cache=cache.layers[i] if cache is not None else None,
             )
+        return self._finish(x)
+
+
+class CausalStack(_Stack):
+    """A decoder-only stack (GPT): EncoderLayers with causal self-attention, no cross-attention,
+    a final norm when pre-norm. Arguments as for _Stack; `checkpointing` (an attribute, set by
+    the model builder) recomputes each layer's activations in backward instead of keeping them.
+
+    Rows may be left-padded (batched prompts): `key_mask` hides the padding keys. A padding
+    query that then sees no key attends to every key instead, as Hugging Face does: its output is
+    never read, and an all-hidden row would make the softmax NaN.
+    """
+
+    layer_class = EncoderLayer
+    checkpointing = False
+
+    def new_cache(self) -> CausalCache:
+        return CausalCache.empty(len(self.layers))
+
+    def forward(self, x: Tensor, *, key_mask: Tensor | None = None, cache: CausalCache | None = None) -> Tensor:
+        """x (B, T, D) at positions cache.offset..; key_mask (B, offset + T) bool, True at real
+        tokens (None: no padding) -> (B, T, D)."""
+        offset = cache.offset if cache is not None else 0
+        mask, is_causal = self_attention_mask(x.shape[1], causal=True, offset=offset, device=x.device)
+        if key_mask is not None:
+            if is_causal:
+                mask = causal_mask(x.shape[1], offset=offset, device=x.device)
+            keys = key_mask[:, None, None, :]
+            mask, is_causal = (keys if mask is None else keys & mask), False
+            mask = mask | ~mask.any(dim=-1, keepdim=True)
+        for i, layer in enumerate(self.layers):
+            layer_cache = cache.layers[i] if cache is not None else None
+            if self.checkpointing and self.training and torch.is_grad_enabled():
+                x = checkpoint(layer, x, mask=mask, is_causal=is_causal, use_reentrant=False)
+            else:
+                x = layer(x, mask=mask, is_causal=is_causal, cache=layer_cache)
         return self._finish(x)
