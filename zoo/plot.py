@@ -1,8 +1,8 @@
-"""Cross-attention maps of an encoder-decoder's output (a translation, a linearized tree): one
-heatmap per decoder layer and head.
+"""Attention maps, one heatmap per layer and head: the cross-attention of an encoder-decoder's
+output (a translation, a linearized tree), and the self-attention of one sequence (BERT, GPT).
 
-Rows of the grid are decoder layers (first at the top), columns are heads; in each heatmap the
-x axis is the source tokens and the y axis the target tokens being predicted.
+Rows of the grid are layers (first at the top), columns are heads; in a cross-attention heatmap
+the x axis is the source tokens and the y axis the target tokens being predicted.
 """
 
 from __future__ import annotations
@@ -85,3 +85,28 @@ def plot_cross_attention(
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return weights
+
+
+def plot_self_attention(weights: Tensor, tokens: list[str], path: Path, *, title: str) -> None:
+    """Self-attention weights (layers, heads, T, T) as a layers x heads grid of heatmaps, tokens
+    on the axes of the first column and last row."""
+    layers, heads, n, _ = weights.shape
+    cell = max(1.6, 0.16 * n)
+    fig, axes = plt.subplots(layers, heads, figsize=(cell * heads + 1, cell * layers + 1), squeeze=False)
+    for layer in range(layers):
+        for head in range(heads):
+            ax = axes[layer][head]
+            ax.imshow(weights[layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_xticks(range(n) if layer == layers - 1 else [])
+            ax.set_yticks(range(n) if head == 0 else [])
+            if layer == layers - 1:
+                ax.set_xticklabels(tokens, rotation=90, fontsize=6)
+                ax.set_xlabel(f"head {head + 1}")
+            if head == 0:
+                ax.set_yticklabels(tokens, fontsize=6)
+                ax.set_ylabel(f"layer {layer + 1}")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

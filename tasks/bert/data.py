@@ -6,9 +6,9 @@ import logging
 from pathlib import Path
 
 from tasks.bert.config import SOURCES, DataConfig
-from tasks.bert.corpus import synthetic_documents
 from tasks.bert.examples import PretrainingExamples, TokenizedCorpus
 from zoo.config import UserError
+from zoo.data.corpus import synthetic_documents
 from zoo.data.documents import Document, read_documents, wiki_files
 from zoo.data.paths import resolve_data_dir, write_atomic
 from zoo.data.wordpiece import WordPieceTokenizer

@@ -5,18 +5,13 @@ spec's loaded run or a zoo.convert.hf_bert.LoadedBert."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import matplotlib
+import torch
+from torch import Tensor
 
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-from torch import Tensor  # noqa: E402
-
-from zoo.blocks import attention_maps  # noqa: E402
-from zoo.config import UserError  # noqa: E402
+from zoo.blocks import attention_maps
+from zoo.config import UserError
 
 
 @torch.no_grad()
@@ -86,27 +81,3 @@ def attention_weights(loaded: Any, ids: Tensor, types: Tensor) -> Tensor:
         model(ids.to(device), types.to(device))
     layers = range(len(model.encoder.layers))
     return torch.stack([maps[f"layers.{i}.self_attn"][0][0].float().cpu() for i in layers])
-
-
-def plot_attention(weights: Tensor, tokens: list[str], path: Path, *, title: str) -> None:
-    """A layers x heads grid of heatmaps, tokens on the axes of the first column and last row."""
-    layers, heads, n, _ = weights.shape
-    cell = max(1.6, 0.16 * n)
-    fig, axes = plt.subplots(layers, heads, figsize=(cell * heads + 1, cell * layers + 1), squeeze=False)
-    for layer in range(layers):
-        for head in range(heads):
-            ax = axes[layer][head]
-            ax.imshow(weights[layer, head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-            ax.set_xticks(range(n) if layer == layers - 1 else [])
-            ax.set_yticks(range(n) if head == 0 else [])
-            if layer == layers - 1:
-                ax.set_xticklabels(tokens, rotation=90, fontsize=6)
-                ax.set_xlabel(f"head {head + 1}")
-            if head == 0:
-                ax.set_yticklabels(tokens, fontsize=6)
-                ax.set_ylabel(f"layer {layer + 1}")
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

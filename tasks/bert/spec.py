@@ -17,7 +17,7 @@ import torch
 
 from tasks.bert.config import BertPretrainingConfig, DataConfig
 from tasks.bert.data import EVAL_SEED, load_documents, make_examples
-from tasks.bert.inference import attention_weights, fill_mask, format_fillers, pair_inputs, plot_attention
+from tasks.bert.inference import attention_weights, fill_mask, format_fillers, pair_inputs
 from tasks.bert.task import BertTask, score_examples, tokenizer_of
 from zoo.config import Invalid, UserError
 from zoo.convert.hf_bert import HUB_NAME, LoadedBert, is_hf_directory, load_hf_bert, write_hf_directory
@@ -25,6 +25,7 @@ from zoo.data.documents import Document, read_documents
 from zoo.data.paths import resolve_data_dir
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
+from zoo.plot import plot_self_attention
 from zoo.train import FitResult, Trained
 from zoo.verbs import Evaluation, Loaded, TaskSpec, Unsupported, VerbOptions
 
@@ -193,7 +194,7 @@ class BertSpec(TaskSpec):
         text, _, text_b = lines[0].partition("\t")
         ids, types, tokens = pair_inputs(loaded, text.strip(), text_b.strip())
         weights = attention_weights(loaded, ids, types)
-        plot_attention(weights, tokens, output, title=f"BERT self-attention ({loaded.source.name})")
+        plot_self_attention(weights, tokens, output, title=f"BERT self-attention ({loaded.source.name})")
         pair = "pair" if text_b.strip() else "sentence"
         return f"the self-attention of every layer (rows) and head (columns) on the first {pair}"
 

@@ -47,8 +47,7 @@ class GPTDataConfig:
         default="wikitext-2",
         metadata={
             "resume": "may change",
-            "help": "folder under data_dir with WikiText valid.txt/test.txt that evaluate scores "
-            "('' = none)",
+            "help": "folder under data_dir with WikiText valid.txt/test.txt that evaluate scores ('' = none)",
         },
     )
     synthetic_seed: int = field(default=0, metadata={"help": "synthetic: seed of the corpus"})
@@ -69,9 +68,7 @@ class GPTDataConfig:
     vocab_size: int = field(
         default=50257, metadata={"help": "byte-level BPE vocabulary to train (GPT-2: 50,257)"}
     )
-    context: int = field(
-        default=1024, metadata={"help": "tokens per training block (at most model.max_len)"}
-    )
+    context: int = field(default=1024, metadata={"help": "tokens per training block (at most model.max_len)"})
     batch_size: int = field(default=8, metadata={"help": "blocks per micro-batch, per rank"})
     eval_batch_size: int = field(
         default=16, metadata={"resume": "may change", "help": "windows per evaluation batch"}
@@ -80,8 +77,7 @@ class GPTDataConfig:
         default=0,
         metadata={
             "resume": "may change",
-            "help": "validation during training: score the first N tokens of the held-out text "
-            "(0 = all)",
+            "help": "validation during training: score the first N tokens of the held-out text (0 = all)",
         },
     )
 

@@ -70,6 +70,21 @@ BERT = [
     "--train.eval_every=2",
     "--schedule.warmup_steps=1",
 ]
+GPT = [
+    *QUIET,
+    "--model.num_layers=1",
+    "--model.dim=32",
+    "--model.num_heads=2",
+    "--model.max_len=32",
+    "--data.synthetic_train=60",
+    "--data.synthetic_valid=10",
+    "--data.vocab_size=300",
+    "--data.context=32",
+    "--data.batch_size=4",
+    "--train.max_steps=2",
+    "--train.eval_every=2",
+    "--schedule.warmup_steps=1",
+]
 # A line far longer than any position table (3,000 words, about 12,000 subword ids).
 LONG_EN, LONG_DE = " ".join(["house"] * 3000), " ".join(["Haus"] * 3000)
 CLASSES = ("cat", "dog", "emu")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clirun import BERT, PARSING, TRANSLATION, VIT, Result, run, write_corpus, write_images
+from clirun import BERT, GPT, PARSING, TRANSLATION, VIT, Result, run, write_corpus, write_images
 
 
 def train(module: str, out: Path, *args: str) -> Result:
@@ -42,4 +42,11 @@ def parsing_run(tmp_path_factory) -> Path:
 def bert_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bert") / "run"
     train("tasks.bert.train", out, *BERT)
+    return out
+
+
+@pytest.fixture(scope="session")
+def gpt_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gpt") / "run"
+    train("tasks.gpt.train", out, *GPT)
     return out

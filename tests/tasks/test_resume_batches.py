@@ -19,6 +19,8 @@ import pytest
 import torch
 
 from tasks.bert.task import BertTask
+from tasks.gpt.config import GPTConfig
+from tasks.gpt.task import GPTTask
 from tasks.parsing.config import DataConfig as ParsingData
 from tasks.parsing.task import ParsingTask
 from tasks.reverse.config import ReverseConfig
@@ -66,6 +68,16 @@ def bert(out: Path) -> BertTask:
     return BertTask(tiny_recipe(str(out), synthetic_train=60))
 
 
+def gpt(out: Path) -> GPTTask:
+    overrides = [
+        "data.synthetic_train=60",
+        "data.synthetic_valid=5",
+        "data.vocab_size=300",
+        "data.batch_size=4",
+    ]
+    return GPTTask(load_config(GPTConfig, None, [f"train.out_dir={out}", *overrides]))
+
+
 def reverse(out: Path) -> ReverseTask:
     cfg = ReverseConfig()
     cfg.train.out_dir = str(out)
@@ -78,6 +90,7 @@ TASKS: dict[str, Callable[[Path], Any]] = {
     "parsing": parsing,
     "vit": vit,
     "bert": bert,
+    "gpt": gpt,
     "reverse": reverse,
 }
 

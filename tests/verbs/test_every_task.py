@@ -64,6 +64,14 @@ TINY = {
         ],
         lambda folder: digit_png(folder / "digit.png"),
     ),
+    "gpt": Tiny(
+        [
+            "--model.num_layers=1", "--model.dim=32", "--model.num_heads=2", "--model.max_len=32",
+            "--data.synthetic_train=60", "--data.synthetic_valid=10", "--data.vocab_size=300",
+            "--data.context=32", "--data.batch_size=4",
+        ],
+        lambda _: "The town of",
+    ),
     "reverse": Tiny(["--data.batch_size=8", "--data.valid_size=16"], lambda _: "3 1 4 1 5"),
     "parsing": Tiny(
         [

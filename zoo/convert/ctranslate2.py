@@ -1,8 +1,8 @@
-"""zoo's encoder-decoder `Transformer` as a CTranslate2 model directory.
+"""zoo's encoder-decoder `Transformer` and decoder-only `GPT` as CTranslate2 model directories.
 
-CTranslate2 is the inference engine deployers use for Transformer translation models.
-`write_ctranslate2` writes its model directory (model.bin, config.json, the shared vocabulary)
-plus the SentencePiece model (spm.model), so that
+CTranslate2 is the inference engine deployers use for Transformer translation models and
+language models. `write_ctranslate2` writes a Translator's model directory (model.bin,
+config.json, the shared vocabulary) plus the SentencePiece model (spm.model), so that
 
     tokenizer = SentencePieceTokenizer.load(f"{OUT}/spm.model")
     pieces = tokenizer.pieces(tokenizer.encode(text))
@@ -22,6 +22,19 @@ learned: written out, so no layout convention has to agree), the sqrt(D) embeddi
 the embeddings shared by source, target and output projection. Restricted self-attention
 (model.window) has no CTranslate2 counterpart and is refused.
 
+`write_ctranslate2_gpt` writes a Generator's directory for the language model (the same blocks,
+with the learned position table, the final norm and the output projection tied to the token
+embeddings), over the tokenizer's token strings, so that
+
+    generator = ctranslate2.Generator(OUT)
+    generator.generate_batch([tokens], max_length=N, include_prompt_in_result=False, end_token=[])
+
+continues a prompt as zoo's greedy loop does for N tokens (sampling_topk=1 is the default;
+end_token=[] never stops, end_token=EOT stops there). Two rules of the engine differ: in a batch
+of prompts of several lengths it feeds the shortest length at once and the rest of each prompt as
+forced steps, which the results hold and max_length counts (one prompt a call, or equal lengths,
+avoid it); and a position past the exported table is a RuntimeError, as zoo's model refuses it.
+
 The ctranslate2 package (an optional peer) is imported only when a spec is built.
 """
 
@@ -37,6 +50,7 @@ from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.models.encoder_decoder import Transformer
+from zoo.models.gpt import GPT
 
 
 def _array(t: Tensor):
@@ -63,11 +77,12 @@ def _norm(spec, norm: nn.Module) -> None:
 
 
 def _embedding(spec, tokens_spec, embed: nn.Module) -> None:
-    """Token table and position table (SinusoidalPositions.table or LearnedPositions.weight)."""
+    """Token table and position table (SinusoidalPositions.table or LearnedPositions.weight) of
+    a module with `tokens` and `positions` (a zoo Embeddings, or the GPT itself)."""
     tokens_spec.weight = _array(embed.tokens.weight)
     positions = getattr(embed.positions, "table", None)
     spec.position_encodings.encodings = _array(positions if positions is not None else embed.positions.weight)
-    spec.scale_embeddings = embed.tokens.scale != 1.0
+    spec.scale_embeddings = getattr(embed.tokens, "scale", 1.0) != 1.0  # GPT's nn.Embedding: unscaled
 
 
 def _attention(spec, attn: nn.Module, residual: nn.Module, *, cross: bool) -> None:
@@ -86,6 +101,38 @@ def _ffn(spec, layer: nn.Module) -> None:
     _linear(spec.linear_0, layer.ffn.fc1)
     _linear(spec.linear_1, layer.ffn.fc2)
     _norm(spec.layer_norm, layer.ffn_res.norm)
+
+
+def _layer(spec, layer: nn.Module) -> None:
+    """A self-attention layer (an encoder's, or a decoder-only model's)."""
+    _attention(spec.self_attention, layer.self_attn, layer.self_attn_res, cross=False)
+    _ffn(spec.ffn, layer)
+
+
+def _activation(specs, act: nn.Module):
+    """The engine's name of a zoo.blocks.ffn.ACTIVATIONS module (GELU's tanh form is its own)."""
+    if isinstance(act, nn.GELU):
+        return specs.Activation.GELUTanh if act.approximate == "tanh" else specs.Activation.GELU
+    return {nn.ReLU: specs.Activation.RELU}[type(act)]
+
+
+def _ctranslate2():
+    """The ctranslate2 package, or a one-line refusal saying how to install it."""
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError(
+            "--format ctranslate2 needs the ctranslate2 package: pip install ctranslate2"
+        ) from None
+    return ctranslate2
+
+
+def _save(spec, output: Path, quantization: str | None) -> None:
+    """Validate, convert the weights to `quantization` (None = float32) and write the directory."""
+    spec.validate()
+    spec.optimize(quantization=quantization or None)
+    Path(output).mkdir(parents=True, exist_ok=True)
+    spec.save(str(output))
 
 
 def search_options(
@@ -123,32 +170,23 @@ def ctranslate2_spec(model: Transformer, pieces: list[str]):
     Raises:
         UserError: without the ctranslate2 package, or for restricted self-attention.
     """
-    try:
-        import ctranslate2
-    except ImportError:
-        raise UserError(
-            "--format ctranslate2 needs the ctranslate2 package: pip install ctranslate2"
-        ) from None
-
-    specs = ctranslate2.specs
+    specs = _ctranslate2().specs
     first = model.encoder.layers[0]
     if model.encoder.window is not None or model.decoder.window is not None:
         raise UserError("model.window (restricted self-attention) has no CTranslate2 counterpart")
     norm = first.ffn_res.norm
-    activation = {nn.ReLU: specs.Activation.RELU, nn.GELU: specs.Activation.GELU}[type(first.ffn.act)]
     spec = specs.TransformerSpec.from_config(
         (len(model.encoder.layers), len(model.decoder.layers)),
         first.self_attn.num_heads,
         pre_norm=first.ffn_res.pre_norm,
-        activation=activation,
+        activation=_activation(specs, first.ffn.act),
         rms_norm=isinstance(norm, nn.RMSNorm),
     )
     encoder, decoder = spec.encoder, spec.decoder
     _embedding(encoder, encoder.embeddings[0], model.src_embed)  # one per source feature
     _embedding(decoder, decoder.embeddings, model.tgt_embed)
     for layer_spec, layer in zip(encoder.layer, model.encoder.layers):
-        _attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_res, cross=False)
-        _ffn(layer_spec.ffn, layer)
+        _layer(layer_spec, layer)
     for layer_spec, layer in zip(decoder.layer, model.decoder.layers):
         _attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_res, cross=False)
         _attention(layer_spec.attention, layer.cross_attn, layer.cross_attn_res, cross=True)
@@ -184,8 +222,61 @@ def write_ctranslate2(
     """
     output = Path(output)
     spec = ctranslate2_spec(model, tokenizer.pieces(range(tokenizer.vocab_size)))
-    spec.validate()
-    spec.optimize(quantization=quantization or None)
-    output.mkdir(parents=True, exist_ok=True)
-    spec.save(str(output))
+    _save(spec, output, quantization)
     (output / "spm.model").write_bytes(tokenizer.model)
+
+
+def ctranslate2_gpt_spec(model: GPT, tokens: list[str], *, eot_id: int):
+    """The CTranslate2 TransformerDecoderModelSpec holding `model`'s weights, over the
+    vocabulary `tokens` (the tokenizer's token strings in id order).
+
+    Every zoo GPT maps (the activations, biases or none, any LayerNorm epsilon, which goes into
+    the engine's config). Positions are rows of the exported table, each prompt counting from 0
+    (as zoo's unpadded rows do); past model.max_len the engine raises a RuntimeError.
+
+    Args:
+        eot_id: the end-of-text token: the engine's BOS, EOS (its default end_token) and UNK.
+
+    Raises:
+        UserError: without the ctranslate2 package, or when `tokens` does not fit the model.
+    """
+    specs = _ctranslate2().specs
+    if len(tokens) != model.vocab_size or not 0 <= eot_id < len(tokens):
+        raise UserError(
+            f"{len(tokens)} tokens (end of text {eot_id}) for a model of {model.vocab_size}: "
+            "the vocabulary must be the tokenizer's, in id order"
+        )
+    first = model.blocks.layers[0]
+    spec = specs.TransformerDecoderModelSpec.from_config(
+        model.num_layers,
+        first.self_attn.num_heads,
+        pre_norm=True,
+        activation=_activation(specs, first.ffn.act),
+    )
+    decoder = spec.decoder
+    _embedding(decoder, decoder.embeddings, model)
+    for layer_spec, layer in zip(decoder.layer, model.blocks.layers):
+        _layer(layer_spec, layer)
+    _norm(decoder.layer_norm, model.blocks.final_norm)
+    decoder.projection.weight = _array(model.output_weight)  # tied: the engine stores it once
+    spec.config.layer_norm_epsilon = first.ffn_res.norm.eps
+    spec.config.unk_token = spec.config.bos_token = spec.config.eos_token = tokens[eot_id]
+    spec.register_vocabulary(tokens)
+    return spec
+
+
+def write_ctranslate2_gpt(
+    model: GPT, tokens: list[str], output: Path, *, eot_id: int, quantization: str | None = None
+) -> None:
+    """Write `model` as a CTranslate2 Generator directory into `output` (created if absent; the
+    files must not be there yet; staging is the caller's, as for `write_ctranslate2`).
+
+    Args:
+        tokens: the tokenizer's token strings in id order (the engine's vocabulary).
+        eot_id: the end-of-text token (see `ctranslate2_gpt_spec`).
+        quantization: weight type stored on disk (None = float32; int8, float16, bfloat16, ...).
+
+    Raises:
+        UserError: without the ctranslate2 package, or when `tokens` does not fit the model.
+    """
+    _save(ctranslate2_gpt_spec(model, tokens, eot_id=eot_id), output, quantization)

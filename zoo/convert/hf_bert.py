@@ -118,6 +118,46 @@ class Only(NamedTuple):
 
 
 MAPS, IRRELEVANT = "maps", "irrelevant"
+# Fields every Hugging Face config may hold that change nothing the loaded model computes
+# (PretrainedConfig's, across transformers versions); each family's table adds its own.
+HF_COMMON_FIELDS: dict[str, str | Only] = {
+    # Bookkeeping, storage precision (weights are read into float32), training only.
+    "architectures": IRRELEVANT,  # the kind is model_type's; the heads are checked by the weights
+    "transformers_version": IRRELEVANT,
+    "_name_or_path": IRRELEVANT,
+    "_commit_hash": IRRELEVANT,
+    "_attn_implementation_autoset": IRRELEVANT,  # which kernel computes the same attention
+    "dtype": IRRELEVANT,
+    "torch_dtype": IRRELEVANT,
+    "use_bfloat16": IRRELEVANT,
+    "initializer_range": IRRELEVANT,  # initialisation of fresh weights
+    "gradient_checkpointing": IRRELEVANT,
+    "chunk_size_feed_forward": IRRELEVANT,  # the same feed-forward, run in chunks
+    "output_hidden_states": IRRELEVANT,
+    "output_attentions": IRRELEVANT,
+    "return_dict": IRRELEVANT,
+    "torchscript": IRRELEVANT,
+    "tf_legacy_loss": IRRELEVANT,
+    # Task heads zoo does not load (their weights are refused by name).
+    "classifier_dropout": IRRELEVANT,
+    "id2label": IRRELEVANT,
+    "label2id": IRRELEVANT,
+    "num_labels": IRRELEVANT,
+    "problem_type": IRRELEVANT,
+    "finetuning_task": IRRELEVANT,
+    "task_specific_params": IRRELEVANT,
+    # Read by tokenizers and generate(), not by the model.
+    **dict.fromkeys(
+        "bos_token_id eos_token_id sep_token_id decoder_start_token_id tokenizer_class prefix "
+        "max_length min_length do_sample early_stopping num_beams num_beam_groups "
+        "diversity_penalty temperature top_k top_p typical_p repetition_penalty length_penalty "
+        "no_repeat_ngram_size encoder_no_repeat_ngram_size bad_words_ids num_return_sequences "
+        "output_scores return_dict_in_generate forced_bos_token_id forced_eos_token_id "
+        "remove_invalid_values exponential_decay_length_penalty suppress_tokens "
+        "begin_suppress_tokens".split(),
+        IRRELEVANT,
+    ),
+}
 # Every field a Hugging Face BERT config.json may hold (BertConfig().to_dict() of transformers 5,
 # plus the fields older versions and Google's original bert_config.json wrote). Each one maps to
 # the model (config_from_hf reads it), is irrelevant to what the loaded model computes, or loads
@@ -145,44 +185,10 @@ HF_CONFIG_FIELDS: dict[str, str | Only] = {
     "pruned_heads": Only(({},), "pruned attention heads; zoo's BERT keeps every head"),
     # False loads only a decoder that copies the embeddings (state_from_hf checks the weights).
     "tie_word_embeddings": Only((True, False), "a boolean"),
-    # Irrelevant: bookkeeping, storage precision (weights are read into float32), training only.
-    "architectures": IRRELEVANT,  # the kind is model_type's; the heads are checked by the weights
-    "transformers_version": IRRELEVANT,
-    "_name_or_path": IRRELEVANT,
-    "_commit_hash": IRRELEVANT,
-    "dtype": IRRELEVANT,
-    "torch_dtype": IRRELEVANT,
-    "use_bfloat16": IRRELEVANT,
-    "initializer_range": IRRELEVANT,  # initialisation of fresh weights
-    "gradient_checkpointing": IRRELEVANT,
-    "chunk_size_feed_forward": IRRELEVANT,  # the same feed-forward, run in chunks
     "use_cache": IRRELEVANT,  # decoders only (is_decoder is refused)
     "cross_attention_hidden_size": IRRELEVANT,  # with add_cross_attention only
     "tie_encoder_decoder": IRRELEVANT,  # with is_encoder_decoder only
-    "output_hidden_states": IRRELEVANT,
-    "output_attentions": IRRELEVANT,
-    "return_dict": IRRELEVANT,
-    "torchscript": IRRELEVANT,
-    "tf_legacy_loss": IRRELEVANT,
-    # Irrelevant: task heads zoo does not load (their weights are refused by name).
-    "classifier_dropout": IRRELEVANT,
-    "id2label": IRRELEVANT,
-    "label2id": IRRELEVANT,
-    "num_labels": IRRELEVANT,
-    "problem_type": IRRELEVANT,
-    "finetuning_task": IRRELEVANT,
-    "task_specific_params": IRRELEVANT,
-    # Irrelevant: read by tokenizers and generate(), not by the encoder.
-    **dict.fromkeys(
-        "bos_token_id eos_token_id sep_token_id decoder_start_token_id tokenizer_class prefix "
-        "max_length min_length do_sample early_stopping num_beams num_beam_groups "
-        "diversity_penalty temperature top_k top_p typical_p repetition_penalty length_penalty "
-        "no_repeat_ngram_size encoder_no_repeat_ngram_size bad_words_ids num_return_sequences "
-        "output_scores return_dict_in_generate forced_bos_token_id forced_eos_token_id "
-        "remove_invalid_values exponential_decay_length_penalty suppress_tokens "
-        "begin_suppress_tokens".split(),
-        IRRELEVANT,
-    ),
+    **HF_COMMON_FIELDS,
     # Irrelevant: Google's original bert_config.json, read by no code.
     **dict.fromkeys(
         "directionality pooler_fc_size pooler_num_attention_heads pooler_num_fc_layers "
@@ -206,43 +212,60 @@ MODEL_KINDS = {
     "megatron-bert": "Megatron-BERT",
     "ernie": "ERNIE",
     "gpt2": "GPT-2",
+    "openai-gpt": "OpenAI GPT",
+    "gpt_bigcode": "GPTBigCode",
+    "gpt_neo": "GPT-Neo",
+    "gptj": "GPT-J",
+    "llama": "Llama",
     "t5": "T5",
 }
 
 
-def check_hf_config(hf: dict[str, Any], *, source: str = "config.json") -> None:
+class HFKind(NamedTuple):
+    """A model family as Hugging Face configs describe it, for `check_hf_config`."""
+
+    name: str  # in messages: "BERT"
+    model_type: str  # config.json's model_type
+    architecture: str  # how its `architectures` entries start (configs older than model_type)
+    fields: dict[str, str | Only]  # every field it may hold (as HF_CONFIG_FIELDS)
+    table: str  # where `fields` is defined, for the message
+
+
+BERT = HFKind("BERT", "bert", "Bert", HF_CONFIG_FIELDS, "HF_CONFIG_FIELDS in zoo.convert.hf_bert")
+
+
+def check_hf_config(hf: dict[str, Any], *, source: str = "config.json", kind: HFKind = BERT) -> None:
     """Refuse, in one line naming the field, its value and the model kind, any field of a
-    Hugging Face config that HF_CONFIG_FIELDS does not map or know to be irrelevant."""
-    kind = _model_kind(hf, source)
-    unknown = sorted(k for k in hf if k not in HF_CONFIG_FIELDS)
+    Hugging Face config that `kind.fields` does not map or know to be irrelevant."""
+    _check_model_kind(hf, source, kind)
+    unknown = sorted(k for k in hf if k not in kind.fields)
     if unknown:
         raise UserError(
-            f"{source}: unknown {kind} config field(s) {', '.join(unknown)}: "
-            "zoo cannot tell whether they change the model (see HF_CONFIG_FIELDS in zoo.convert.hf_bert)"
+            f"{source}: unknown {kind.name} config field(s) {', '.join(unknown)}: "
+            f"zoo cannot tell whether they change the model (see {kind.table})"
         )
-    for key, rule in HF_CONFIG_FIELDS.items():
+    for key, rule in kind.fields.items():
         if isinstance(rule, Only) and key in hf and not _is_one_of(hf[key], rule.values):
-            raise UserError(f"{source}: {key}={hf[key]!r} in a {kind} config cannot load: {rule.why}")
+            raise UserError(f"{source}: {key}={hf[key]!r} in a {kind.name} config cannot load: {rule.why}")
 
 
 def _is_one_of(value: Any, values: tuple[Any, ...]) -> bool:
     return any(type(value) is type(v) and value == v for v in values)  # 0 is not False here
 
 
-def _model_kind(hf: dict[str, Any], source: str) -> str:
-    """'BERT', or a refusal naming what the model is (model_type, else `architectures`)."""
+def _check_model_kind(hf: dict[str, Any], source: str, kind: HFKind) -> None:
+    """Refuse a config of another family, naming what it is (model_type, else `architectures`)."""
     model_type = hf.get("model_type")
     if model_type is None:  # configs older than model_type: the architectures tell
-        others = [a for a in hf.get("architectures") or [] if not str(a).startswith("Bert")]
+        others = [a for a in hf.get("architectures") or [] if not str(a).startswith(kind.architecture)]
         if others:
-            raise UserError(f"{source}: architectures={others} without model_type: not a BERT model")
-        return "BERT"
-    if model_type != "bert":
-        kind = MODEL_KINDS.get(model_type, repr(model_type))
+            raise UserError(f"{source}: architectures={others} without model_type: not a {kind.name} model")
+    elif model_type != kind.model_type:
+        other = MODEL_KINDS.get(model_type, repr(model_type))
         raise UserError(
-            f"{source}: model_type={model_type!r}: a {kind} model, not BERT (zoo reads BERT checkpoints only)"
+            f"{source}: model_type={model_type!r}: a {other} model, not {kind.name} "
+            f"(this loader reads {kind.name} checkpoints only)"
         )
-    return "BERT"
 
 
 def config_from_hf(hf: dict[str, Any], *, source: str = "config.json") -> tuple[BertModelConfig, int, int]:

@@ -121,6 +121,10 @@ def predict(spec: TaskSpec, argv: list[str]) -> list[str]:
     check_readable(options.input, "input")
     loaded = _load(spec, options)  # before stdin: a wrong RUN is told at once, not after the input
     lines = input_lines(options.input, limit=options.limit)
+    if len(lines) == 1 and not options.output and not options.json:
+        streamed = _stream(spec, loaded, lines[0], options)
+        if streamed is not None:
+            return [streamed]
     with evaluation(loaded.model, loaded.precision):
         outputs = spec.predict(loaded, lines, options) if lines else []
     if options.json:
@@ -129,6 +133,20 @@ def predict(spec: TaskSpec, argv: list[str]) -> list[str]:
         text = "".join(line + "\n" for line in outputs)
     write_text(options.output, text)
     return outputs
+
+
+def _stream(spec: TaskSpec, loaded: Loaded, line: str, options: VerbOptions) -> str | None:
+    """One input to stdout as the task makes it (None: the task does not stream)."""
+
+    def write(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    with evaluation(loaded.model, loaded.precision):
+        output = spec.stream(loaded, line, options, write)
+    if output is not None:
+        write("\n")
+    return output
 
 
 def attention(spec: TaskSpec, argv: list[str]) -> Path:

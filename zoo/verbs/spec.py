@@ -5,7 +5,8 @@ The verbs (zoo.verbs.cli) are written once; a task fills this spec and registers
 
     train      config, default_recipe, runner_task(cfg), after_training(...)
     evaluate   load(...), evaluate(loaded, options) -> Evaluation
-    predict    load(...), predict(loaded, lines, options) -> output lines
+    predict    load(...), predict(loaded, lines, options) -> output lines; for one input to the
+               terminal, stream(loaded, line, options, write) when the task streams (a language model)
     attention  load(...), attention(loaded, lines, output, options) -> what was drawn
     export     load(...), export_formats, export(loaded, format, output, options)
     average    nothing: checkpoints are averaged the same way for every task
@@ -15,6 +16,7 @@ A method a task cannot answer raises `Unsupported`; the verb turns it into one l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -90,6 +92,13 @@ class TaskSpec:
 
     def predict(self, loaded: Loaded, lines: list[str], options: VerbOptions) -> list[str]:
         raise Unsupported(f"{self.name}: predict is not available")
+
+    def stream(
+        self, loaded: Loaded, line: str, options: VerbOptions, write: Callable[[str], None]
+    ) -> str | None:
+        """One input's output written piece by piece with `write` as it is made; returns the whole
+        output. None: this task does not stream (predict's output is written when complete)."""
+        return None
 
     def attention(self, loaded: Loaded, lines: list[str], output: Path, options: VerbOptions) -> str:
         raise Unsupported(f"{self.name}: attention pictures are not available")

@@ -7,9 +7,9 @@ import copy
 import torch
 import torch.nn.functional as F
 
-from tasks.bert.corpus import synthetic_documents
 from tasks.bert.examples import IGNORE_INDEX
 from tasks.bert.task import BertTask
+from zoo.data.corpus import synthetic_documents
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig
 from zoo.train import OptimConfig, ScheduleConfig, fit

@@ -1,4 +1,5 @@
-"""A built-in, seeded corpus on which a tiny BERT learns both objectives in minutes on a CPU.
+"""A built-in, seeded corpus on which a tiny BERT learns both objectives, and a tiny GPT
+learns to continue a document, in minutes on a CPU (the recipes that need no files use it).
 
 Each document describes one invented entity of one of six kinds (a town, a ship, a composer, a
 bird, a mountain, a company) by following its kind's script: the sentences come in the script's

@@ -1,0 +1,116 @@
+"""What `generate` (predict) asks on the command line, turned into zoo.decode's generation
+settings; prompts encoded and fitted to the context; text streamed as tokens arrive."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from zoo.config import Invalid
+from zoo.data.bpe import ByteBPETokenizer
+from zoo.decode import GenerationConfig
+from zoo.verbs import VerbOptions
+
+
+@dataclass
+class GenerationOptions(VerbOptions):
+    """The shared options plus Hugging Face `generate`'s knobs, with its names and defaults."""
+
+    max_new_tokens: int = field(default=50, metadata={"help": "generate: tokens to add at most"})
+    min_new_tokens: int = field(
+        default=0, metadata={"help": "generate: end-of-text is forbidden before this many"}
+    )
+    do_sample: bool = field(
+        default=False, metadata={"help": "generate: sample (false: greedy, or beam search)"}
+    )
+    temperature: float = field(default=1.0, metadata={"help": "generate: sampling temperature"})
+    top_k: int = field(default=0, metadata={"help": "generate: sample among the k most probable (0 = all)"})
+    top_p: float = field(default=1.0, metadata={"help": "generate: nucleus sampling mass (1.0 = all)"})
+    repetition_penalty: float = field(
+        default=1.0, metadata={"help": "generate: CTRL's penalty on tokens already present (1.0 = none)"}
+    )
+    no_repeat_ngram_size: int = field(
+        default=0, metadata={"help": "generate: never repeat an n-gram of this size (0 = off)"}
+    )
+    num_beams: int = field(default=1, metadata={"help": "generate: beam search width (1 = none)"})
+    length_penalty: float = field(default=1.0, metadata={"help": "generate: beam scores / length ** this"})
+    stop: list[str] = field(
+        default_factory=list, metadata={"help": 'generate: stop strings, e.g. --stop=\'[".", "\\n"]\''}
+    )
+    seed: int = field(default=0, metadata={"help": "generate: the sampling seed"})
+
+    def check(self) -> None:
+        super().check()
+        if self.max_new_tokens < 1:
+            raise Invalid("max_new_tokens", f"must be at least 1, not {self.max_new_tokens}")
+
+
+def generation_config(loaded: Any, options: GenerationOptions) -> GenerationConfig:
+    """zoo.decode's settings for `options`, stopping at the tokenizer's end-of-text."""
+    eot = loaded.tokenizer.eot_id
+    config = GenerationConfig(
+        max_new_tokens=options.max_new_tokens,
+        min_new_tokens=options.min_new_tokens,
+        do_sample=options.do_sample,
+        temperature=options.temperature,
+        top_k=options.top_k,
+        top_p=options.top_p,
+        repetition_penalty=options.repetition_penalty,
+        no_repeat_ngram_size=options.no_repeat_ngram_size,
+        num_beams=options.num_beams,
+        length_penalty=options.length_penalty,
+        eos_id=eot,
+        pad_id=eot,
+        stop_strings=list(options.stop),
+        seed=options.seed,
+    )
+    config.check()
+    return config
+
+
+def prompts_of(loaded: Any, lines: list[str], options: GenerationOptions) -> list[list[int]]:
+    """Each line's ids (an empty line: end-of-text alone, GPT-2's unconditional start). A prompt
+    that leaves no room for max_new_tokens in the context keeps its last tokens, with a note."""
+    context = loaded.config.max_len
+    room = max(1, context - options.max_new_tokens)
+    prompts = []
+    for number, line in enumerate(lines, 1):
+        ids = loaded.tokenizer.encode(line) or [loaded.tokenizer.eot_id]
+        if len(ids) > room:
+            print(
+                f"note: prompt {number} has {len(ids)} tokens; kept its last {room} (context {context}, "
+                f"max_new_tokens {options.max_new_tokens})",
+                file=sys.stderr,
+            )
+            ids = ids[-room:]
+        prompts.append(ids)
+    return prompts
+
+
+class TextStream:
+    """on_token(id) for zoo.decode.generate that writes the text as it grows. A token may end
+    inside a multi-byte character (byte-level BPE): text is written once it decodes whole. The
+    end-of-text token that ends a row is not written."""
+
+    def __init__(self, tokenizer: ByteBPETokenizer, write: Callable[[str], None]) -> None:
+        self.tokenizer, self.write = tokenizer, write
+        self.ids: list[int] = []
+        self.written = 0
+
+    def __call__(self, token: int) -> None:
+        if token == self.tokenizer.eot_id:  # the end of the text, not part of it
+            return
+        self.ids.append(token)
+        text = self.tokenizer.decode(self.ids)
+        if not text.endswith("\ufffd"):
+            self._emit(text)
+
+    def flush(self) -> None:
+        self._emit(self.tokenizer.decode(self.ids))
+
+    def _emit(self, text: str) -> None:
+        if len(text) > self.written:
+            self.write(text[self.written :])
+            self.written = len(text)

@@ -1,0 +1,142 @@
+"""The GPT commands (the shared verbs over tasks.gpt.spec) on a tiny run: training learns, evaluate
+scores the held-out text and WikiText, generate continues prompts (batched, streamed, cut to the
+context), export gives directories that transformers and CTranslate2 load with the same outputs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import GPT2LMHeadModel, GPT2TokenizerFast
+
+from tasks.gpt import generate, train
+from tasks.gpt.config import GPTConfig
+from tasks.gpt.spec import GPTOptions, GPTSpec
+from zoo.config import load_config
+from zoo.verbs.cli import run_verb
+
+CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "gpt"
+TINY = [
+    "--model.num_layers=2",
+    "--model.dim=32",
+    "--model.num_heads=2",
+    "--model.max_len=32",
+    "--data.synthetic_train=80",
+    "--data.synthetic_valid=10",
+    "--data.vocab_size=300",
+    "--data.context=32",
+    "--data.batch_size=8",
+    "--train.max_steps=6",
+    "--train.eval_every=3",
+    "--train.log_every=3",
+    "--train.progress=false",
+    "--train.tensorboard=false",
+    "--schedule.warmup_steps=1",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gpt") / "run"
+    train.main([*TINY, f"--train.out_dir={out}"])
+    return out
+
+
+def test_the_default_recipe_file_equals_the_schema_defaults():
+    assert load_config(GPTConfig, CONFIGS / "default.yaml") == GPTConfig()
+
+
+def test_train_prints_perplexity_a_sample_and_the_next_commands(tmp_path, capsys):
+    out = tmp_path / "run"
+    train.main([*TINY, "--train.max_steps=2", f"--train.out_dir={out}"])
+    printed = capsys.readouterr().out
+    assert "perplexity" in printed and "sample (top-k 50, seed 0): The town of" in printed
+    assert "configs/gpt/enwiki.yaml" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["step"] == 2 and {"loss", "ppl"} <= set(summary["metrics"])
+    assert (out / "tokenizer.json").is_file()
+
+
+def test_training_lowers_the_held_out_perplexity(run_dir):
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    ppl = [r["ppl"] for r in records if r.get("split") == "valid"]
+    assert len(ppl) == 2 and ppl[-1] < ppl[0]
+
+
+def test_evaluate_scores_the_held_out_text_per_token_and_byte(run_dir, capsys):
+    record = run_verb(GPTSpec(), "evaluate", [str(run_dir), "--split=valid", "--json"])
+    assert record["tokens"] > 100 and record["ppl"] > 1.0 and record["bpb"] > 0.0
+    assert json.loads((run_dir / "eval_valid.json").read_text())["ppl"] == pytest.approx(record["ppl"])
+
+
+def test_evaluate_scores_wikitext_per_word(run_dir, tmp_path):
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    article = " = Kalo = \n \n The town lies on the river . It was founded in 1820 @-@ 21 . \n"
+    (wikitext / "test.txt").write_text(article * 4)
+    record = run_verb(
+        GPTSpec(), "evaluate", [str(run_dir), f"--data_dir={tmp_path}", "--wikitext=wikitext-2", "--json"]
+    )
+    words = 4 * (
+        3 + 0 + 15 + 3
+    )  # whitespace tokens + one end of line per line (blank ones too), as WikiText counts
+    assert record["words"] == words
+    assert record["word_ppl"] == pytest.approx(
+        torch.tensor(record["loss"] * record["tokens"] / words).exp().item(), rel=1e-6
+    )
+
+
+def test_generate_batches_prompts_and_equals_each_prompt_alone(run_dir, monkeypatch, capsys):
+    prompts = ["The town of", "Kalo", "A ship named"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
+    together = generate.main([str(run_dir), "--max_new_tokens=8", "--output=/dev/null"])
+    alone = []
+    for prompt in prompts:
+        monkeypatch.setattr("sys.stdin", io.StringIO(prompt + "\n"))
+        alone += generate.main([str(run_dir), "--max_new_tokens=8", "--json"])
+    assert [t.replace("\\n", "\n") for t in together] == alone
+    assert all(text.startswith(prompt) for text, prompt in zip(alone, prompts))
+
+
+def test_one_prompt_streams_to_the_terminal(run_dir, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO("The town of\n"))
+    (text,) = generate.main([str(run_dir), "--max_new_tokens=8", "--do_sample", "--top_k=5", "--seed=3"])
+    assert capsys.readouterr().out == text + "\n"
+
+
+def test_a_prompt_longer_than_the_context_is_cut_from_the_left_with_a_note(run_dir, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO("the town " * 100 + "\n"))
+    generate.main([str(run_dir), "--max_new_tokens=4", "--json"])
+    err = capsys.readouterr().err
+    assert "note: prompt 1 has" in err and "kept its last 28" in err
+
+
+def test_export_hf_loads_in_transformers_with_equal_logits(run_dir, tmp_path):
+    out = tmp_path / "hf"
+    run_verb(GPTSpec(), "export", [str(run_dir), "--format=hf", f"--output={out}"])
+    hf = GPT2LMHeadModel.from_pretrained(out).eval()
+    tokenizer = GPT2TokenizerFast.from_pretrained(out)
+    loaded = GPTSpec().load_foreign(GPTOptions(run=str(out)))
+    ids = tokenizer("The town lies on the river", return_tensors="pt").input_ids
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.model(ids), hf(ids).logits, atol=1e-4, rtol=1e-4)
+    assert tokenizer.encode("Kalo lies") == loaded.tokenizer.encode("Kalo lies")
+
+
+def test_attention_draws_every_layer_and_head(run_dir, tmp_path):
+    out = tmp_path / "attention.png"
+    run_verb(
+        GPTSpec(),
+        "attention",
+        [str(run_dir), f"--output={out}", f"--input={_file(tmp_path, 'The town of Kalo')}"],
+    )
+    assert out.stat().st_size > 1000
+
+
+def _file(folder: Path, text: str) -> Path:
+    path = folder / "input.txt"
+    path.write_text(text + "\n")
+    return path

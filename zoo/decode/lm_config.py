@@ -1,0 +1,70 @@
+"""The settings of decoder-only generation (zoo.decode.lm_generate): Hugging Face's
+`GenerationConfig` names and defaults, so that a user of `model.generate(...)` finds the same
+knobs, with the same meaning, here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zoo.config import Invalid
+
+
+@dataclass
+class GenerationConfig:
+    max_new_tokens: int = field(
+        default=20, metadata={"help": "tokens to add at most (HF's default max_length, 20)"}
+    )
+    min_new_tokens: int = field(default=0, metadata={"help": "EOS is forbidden before this many new tokens"})
+    do_sample: bool = field(default=False, metadata={"help": "sample (false: greedy, or beam search)"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling: divides the logits"})
+    top_k: int = field(default=50, metadata={"help": "sampling: only the k most probable ids (0 = all)"})
+    top_p: float = field(
+        default=1.0, metadata={"help": "sampling: the most probable ids holding this mass (1.0 = all)"}
+    )
+    repetition_penalty: float = field(
+        default=1.0,
+        metadata={"help": "CTRL's penalty on ids already in the sequence, prompt included (1.0 = none)"},
+    )
+    no_repeat_ngram_size: int = field(
+        default=0, metadata={"help": "no n-gram of this size occurs twice, prompt included (0 = off)"}
+    )
+    num_beams: int = field(default=1, metadata={"help": "beam search width (1 = none)"})
+    length_penalty: float = field(
+        default=1.0, metadata={"help": "beam search: a finished beam scores log p / length ** this"}
+    )
+    early_stopping: bool | str = field(
+        default=False,
+        metadata={
+            "help": "beam search: True = stop at num_beams finished; False = when a heuristic says no "
+            "live beam can win; 'never' = only when none can (HF's three rules)"
+        },
+    )
+    eos_id: int | None = field(default=None, metadata={"help": "the end-of-sequence id (None = none)"})
+    pad_id: int | None = field(
+        default=None, metadata={"help": "the id in the left padding of batched prompts (None = eos_id or 0)"}
+    )
+    stop_strings: list[str] = field(
+        default_factory=list, metadata={"help": "a row stops once its new text contains one of these"}
+    )
+    seed: int = field(default=0, metadata={"help": "sampling: the seed of the random stream"})
+
+    def check(self) -> None:
+        positive = {"max_new_tokens": 1, "num_beams": 1}
+        non_negative = ("min_new_tokens", "top_k", "no_repeat_ngram_size")
+        for key, low in [*positive.items(), *((key, 0) for key in non_negative)]:
+            if getattr(self, key) < low:
+                raise Invalid(key, f"must be at least {low}, not {getattr(self, key)}")
+        for key in ("temperature", "repetition_penalty"):
+            if not getattr(self, key) > 0:
+                raise Invalid(key, f"must be positive, not {getattr(self, key)}")
+        if not 0.0 <= self.top_p <= 1.0:
+            raise Invalid("top_p", f"must be in [0, 1], not {self.top_p}")
+        if not isinstance(self.early_stopping, bool) and self.early_stopping != "never":
+            raise Invalid("early_stopping", f"must be False, True or 'never', not {self.early_stopping!r}")
+        if self.do_sample and self.num_beams > 1:
+            raise Invalid("num_beams", "beam search does not sample here: set do_sample false or num_beams 1")
+        for key in ("eos_id", "pad_id"):
+            if getattr(self, key) is not None and getattr(self, key) < 0:
+                raise Invalid(key, f"must be an id (at least 0) or None, not {getattr(self, key)}")
+        if any(not isinstance(s, str) or not s for s in self.stop_strings):
+            raise Invalid("stop_strings", f"must be non-empty strings, not {self.stop_strings!r}")
