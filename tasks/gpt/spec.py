@@ -36,11 +36,13 @@ from zoo.train import FitResult, Trained
 from zoo.verbs import Evaluation, Loaded, TaskSpec
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[2] / "configs" / "gpt" / "default.yaml"
+# The built-in corpus is lowercase; real text is not.
+SAMPLE_PROMPTS = {"synthetic": "the town of"}
 SAMPLE_PROMPT = "The town of"
 NEXT_STEPS = """
 Next:
   python -m zoo evaluate gpt {run} --split valid        # perplexity per token and word, bits per byte
-  echo "The town of" | python -m zoo generate gpt {run} --do_sample --top_k=50 --seed=1
+  echo "the town of" | python -m zoo generate gpt {run} --do_sample --top_k=50 --seed=1
   python -m zoo export gpt {run} --format hf --output OUT_DIR   # GPT2LMHeadModel; or --format ctranslate2
 Real data (the data directory holds enwiki-extract/ and wikitext-2/, as ../shared/data does):
   python -m zoo train gpt --config configs/gpt/enwiki.yaml --data.data_dir=DATA   # 90 min, 2 CPU cores
@@ -105,7 +107,7 @@ class GPTSpec(TaskSpec):
         options = GPTOptions(max_new_tokens=40, do_sample=True, top_k=50, seed=0)
         loaded = LoadedGPT(result.model, None, "fp32", task.tokenizer, cfg.model, cfg, result.run_dir)
         with torch.inference_mode():
-            (text,) = self.predict(loaded, [SAMPLE_PROMPT], options)
+            (text,) = self.predict(loaded, [SAMPLE_PROMPTS.get(cfg.data.source, SAMPLE_PROMPT)], options)
         print(f"sample (top-k 50, seed 0): {text}")
         print(NEXT_STEPS.format(run=result.run_dir))
 
@@ -176,7 +178,8 @@ class GPTSpec(TaskSpec):
         )
         batch_size = options.batch_size or (loaded.recipe.data.eval_batch_size if loaded.recipe else 8)
         m = score_ids(
-            loaded.model, torch.tensor(ids), text=None if options.limit else text, words=words,
+            loaded.model, torch.tensor(ids), text=None if options.limit else text,
+            words=None if options.limit else words,
             context=context, stride=min(stride, context), batch_size=batch_size,
         )  # fmt: skip
         summary = f"{name}: perplexity {m['ppl']:.2f} per token"
@@ -232,7 +235,7 @@ class GPTSpec(TaskSpec):
         return "the causal self-attention of every layer (rows) and head (columns) on the first prompt"
 
     def default_input(self) -> list[str]:
-        return [SAMPLE_PROMPT + " lies on the banks of the river"]
+        return ["the town lies on the banks of the river"]
 
     # export
     def export(self, loaded: LoadedGPT, fmt: str, output: Path, options: GPTOptions) -> None:

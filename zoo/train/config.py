@@ -17,6 +17,14 @@ class TrainConfig:
     device: str = field(default="auto", metadata={"help": "auto | cpu | cuda"})
     precision: str = field(default="fp32", metadata={"help": "fp32 | bf16 (autocast on CPU and GPU)"})
     compile: bool = field(default=False, metadata={"help": "torch.compile the model"})
+    fsdp: bool = field(
+        default=False,
+        metadata={
+            "help": "under torchrun, shard parameters, gradients and optimizer state over the ranks "
+            "(FSDP2, each block its own unit) instead of DDP; a no-op for one process; not with "
+            "train.ema_decay"
+        },
+    )
     threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = the cores idle at start)"})
     max_steps: int = field(default=1000, metadata={"help": "optimizer steps to train"})
     grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})

@@ -1,9 +1,9 @@
 """The task-agnostic training loop.
 
 It knows the Task protocol (zoo/train/task.py) and nothing of any task. It owns devices,
-torchrun/DDP, bf16 autocast, gradient accumulation, clipping, optimizer and schedule, EMA,
-evaluation, checkpoints with exact resume, the run directory, signals, metrics and the
-progress bar.
+torchrun/DDP or FSDP2 (zoo/train/fsdp.py), bf16 autocast, gradient accumulation, clipping,
+optimizer and schedule, EMA, evaluation, checkpoints with exact resume, the run directory,
+signals, metrics and the progress bar.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -50,6 +50,9 @@ from zoo.train.schedules import build_schedule
 from zoo.train.state import rng_state, seed_everything, set_rng_state
 from zoo.train.task import RunContext, Task, Term, step_accumulation, task_artifacts
 from zoo.train.threads import choose_threads
+
+if TYPE_CHECKING:
+    from zoo.train.fsdp import ShardedModel
 
 log = logging.getLogger("zoo.train")
 
@@ -108,6 +111,11 @@ def check_train_config(tc: TrainConfig) -> None:
     ):
         if getattr(tc, key) < least:
             raise UserError(f"key 'train.{key}': must be at least {least}, not {getattr(tc, key)}")
+    if tc.fsdp and tc.ema_decay > 0:  # the EMA copy would need sharding, gathering and evaluating too
+        raise UserError(
+            "keys 'train.fsdp' and 'train.ema_decay': an EMA of sharded weights is not supported "
+            "(set train.ema_decay=0 or train.fsdp=false)"
+        )
 
 
 class Runner:
@@ -160,10 +168,20 @@ class Runner:
         """The task's data, the model, optimizer, schedule and EMA, resumed when `outcome` says."""
         task.setup(self.run)
         self.artifacts = task_artifacts(task)
+        self.checkpoints = CheckpointManager(
+            self.run_dir / "checkpoints",
+            keep_last=self.tc.keep_last,
+            best_metric=self.tc.best_metric,
+            best_mode=self.tc.best_mode,
+        )
         seed_everything(self.tc.seed)  # same initial weights on every rank
         self.model = task.build_model().to(self.run.device)
         if self.tc.init_from:  # before the EMA copies the weights; a resume overwrites them
             self._init_from(self.tc.init_from)
+        found = self._latest_checkpoint() if outcome == "resume" else None
+        if found is not None:  # every rank reads the file: the plain weights, before any sharding
+            load_weights(self.model, found[1]["model"], found[0])
+        self.fsdp = self._shard()  # before the optimizer, which must hold the sharded parameters
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(self.model, cfg.optim)
         self.scheduler = build_schedule(self.optimizer, cfg.schedule, self.tc.max_steps)
@@ -172,38 +190,52 @@ class Runner:
             if self.tc.ema_decay > 0
             else None
         )
-        self.checkpoints = CheckpointManager(
-            self.run_dir / "checkpoints",
-            keep_last=self.tc.keep_last,
-            best_metric=self.tc.best_metric,
-            best_mode=self.tc.best_mode,
-        )
         self.step, self.position, self.best = 0, DataPosition(), None
         self.resumed_from: Path | None = None
         self.last_metrics: dict[str, float] = {}
         seed_everything(self.tc.seed + self.run.rank)  # independent dropout per rank
-        if outcome == "resume":
-            self._resume()
+        if found is not None:
+            self._resume(*found)
         self.train_model = self._wrap(self.model)
         self.stop = StopRequest()
         self.skipped_in_a_row = 0
 
+    def _shard(self) -> ShardedModel | None:
+        """FSDP2 when asked for under torchrun; one process has nothing to shard."""
+        if not self.tc.fsdp:
+            return None
+        if not self.run.enabled:
+            self._print("train.fsdp: one process, nothing to shard: training unsharded")
+            return None
+        # Imported here: torch's FSDP and distributed-checkpoint modules take 0.4 s to import,
+        # which every verb that imports the runner would pay.
+        from zoo.train.fsdp import ShardedModel
+
+        return ShardedModel(self.model, self.run)
+
     def _wrap(self, model: nn.Module) -> nn.Module:
+        # Under FSDP the whole sharded model is compiled (torchtitan's alternative to per-block
+        # compiling): dynamo skips FSDP's hooks and compiles the code between them, each block.
         if self.tc.compile:
             model = torch.compile(model)
-        if self.run.enabled:
+        if self.run.enabled and self.fsdp is None:
             ids = [self.run.local_rank] if self.run.device.type == "cuda" else None
             model = DistributedDataParallel(model, device_ids=ids)
         return model
 
-    def _resume(self) -> None:
+    def _latest_checkpoint(self) -> tuple[Path, dict]:
         found = self.checkpoints.latest_valid()
         if found is None:  # the run directory saw step files at its start: they went since
             raise UserError(f"{self.checkpoints.directory}: the step checkpoints are gone; nothing to resume")
-        path, state = found
+        return found
+
+    def _resume(self, path: Path, state: dict) -> None:
+        """All but the model's weights (loaded before sharding) from the checkpoint `state`."""
         self.resumed_from = path
-        load_weights(self.model, state["model"], path)
-        self.optimizer.load_state_dict(state["optimizer"])
+        if self.fsdp is not None:
+            self.fsdp.load_optimizer_state(self.optimizer, state["optimizer"], path)
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
         self._check_optimizer_state(path)
         self.scheduler.load_state_dict(state["scheduler"])
         if self.ema is not None and "ema" in state:
@@ -311,8 +343,7 @@ class Runner:
         names: list[str] = []
         sums: torch.Tensor | None = None
         for i, batch in enumerate(micro):
-            sync = self.run.enabled and i < len(micro) - 1
-            with self.train_model.no_sync() if sync else contextlib.nullcontext():
+            with self._gradient_sync(i == len(micro) - 1):
                 with autocast(self.run.device, self.tc.precision):
                     terms: dict[str, Term] = self.task.train_step(self.train_model, batch)
                 objective = sum(term.loss * scale[name] for name, term in terms.items())
@@ -326,6 +357,14 @@ class Runner:
         reduced = all_reduce_sum(torch.cat([sums, flag]), self.run).tolist()
         self.stop_everywhere = reduced.pop() > 0
         return self._finish_step(dict(zip(names, reduced)), units, throughput)
+
+    def _gradient_sync(self, last: bool) -> contextlib.AbstractContextManager:
+        """Gradients are reduced across ranks on a step's last micro-batch only."""
+        if self.fsdp is not None:
+            self.fsdp.set_gradient_sync(last)
+        elif self.run.enabled and not last:
+            return self.train_model.no_sync()
+        return contextlib.nullcontext()
 
     def _flatten(self, terms: dict[str, Term]) -> tuple[list[str], torch.Tensor]:
         """Names "term:metric" and one float64 vector of a micro-batch's sums (one sync)."""
@@ -388,10 +427,18 @@ class Runner:
 
     # ----- evaluation and checkpoints -----------------------------------------------------
     def eval_model(self) -> nn.Module:
-        return self.ema.module if self.ema is not None else self.model
+        """The EMA copy when kept; under FSDP, rank 0's plain copy (current as of the last
+        evaluation, which every run's end has) and the sharded model elsewhere."""
+        if self.ema is not None:
+            return self.ema.module
+        if self.fsdp is not None and self.fsdp.plain is not None:
+            return self.fsdp.plain
+        return self.model
 
     def evaluate(self) -> dict[str, float]:
         """Task metrics on rank 0 (the others wait and receive them)."""
+        if self.fsdp is not None:
+            self.fsdp.refresh_plain()  # every rank gathers the weights into rank 0's copy
         metrics: dict[str, float] = {}
         if self.run.is_main:
             model = self.eval_model()
@@ -402,9 +449,11 @@ class Runner:
         return metrics
 
     def _state(self) -> dict:
+        """The checkpoint (complete on rank 0). Every rank calls it: its gathers are collective."""
+        model, optimizer = self._model_and_optimizer_state()
         state = {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "model": model,
+            "optimizer": optimizer,
             "scheduler": self.scheduler.state_dict(),
             "step": self.step,
             "position": dataclasses.asdict(self.position),
@@ -418,6 +467,12 @@ class Runner:
         if self.ema is not None:
             state["ema"] = self.ema.state_dict()
         return state
+
+    def _model_and_optimizer_state(self) -> tuple[dict, dict]:
+        """Under FSDP gathered into full tensors on rank 0 ({} elsewhere), as an unsharded run's."""
+        if self.fsdp is not None:
+            return self.fsdp.model_state(), self.fsdp.optimizer_state(self.optimizer)
+        return self.model.state_dict(), self.optimizer.state_dict()
 
     def save(self) -> Path:
         state = self._state()  # every rank gathers RNG states
@@ -441,8 +496,9 @@ class Runner:
             ) from err
         if self.checkpoints.is_better(metrics, self.best):
             self.best = float(metrics[self.tc.best_metric])
+            state = self._state()  # on every rank: it gathers
             if self.run.is_main:
-                self.checkpoints.save_best(self._state())
+                self.checkpoints.save_best(state)
         return metrics
 
     # ----- the loop -----------------------------------------------------------------------

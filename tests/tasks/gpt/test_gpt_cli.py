@@ -53,7 +53,7 @@ def test_train_prints_perplexity_a_sample_and_the_next_commands(tmp_path, capsys
     out = tmp_path / "run"
     train.main([*TINY, "--train.max_steps=2", f"--train.out_dir={out}"])
     printed = capsys.readouterr().out
-    assert "perplexity" in printed and "sample (top-k 50, seed 0): The town of" in printed
+    assert "perplexity" in printed and "sample (top-k 50, seed 0): the town of" in printed
     assert "configs/gpt/enwiki.yaml" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["step"] == 2 and {"loss", "ppl"} <= set(summary["metrics"])

@@ -21,7 +21,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank: int, world_size: int, port: int, cfg) -> None:
+def _worker(rank: int, world_size: int, port: int, cfg, task_class: type = ToyTask) -> None:
+    """One torchrun-like rank training `task_class(cfg)` (a ToyTask; test_fsdp.py shares it)."""
     sys.path.insert(0, str(Path(__file__).parent))  # spawned: import the toy task again
     os.environ.update(
         RANK=str(rank),
@@ -31,7 +32,7 @@ def _worker(rank: int, world_size: int, port: int, cfg) -> None:
         MASTER_PORT=str(port),
     )
     try:
-        fit(cfg, ToyTask(cfg))
+        fit(cfg, task_class(cfg))
     finally:
         dist.destroy_process_group()
 
