@@ -134,7 +134,10 @@ class MultiHeadAttention(nn.Module):
     def _self_qkv(self, x: Tensor, cache: KVCache | BeamKVCache | None) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention: q, k, v (B, H, T, Dh) from one fused projection; with a cache, the
         keys/values of every step so far (zoo.blocks.kv_cache, or zoo.blocks.beam_cache)."""
-        qkv = rearrange(self.qkv_proj(x), "b t (three h d) -> three b h t d", three=3, h=self.num_heads)
+        # "b t (three h d) -> three b h t d" as a view and a permute: it runs on every decoding
+        # step, where einops' per-call cost showed (a GPT decode step's profile, bench/gpt_speed.py)
+        b, t, _ = x.shape
+        qkv = self.qkv_proj(x).view(b, t, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
         if cache is not None:
             k, v = cache.append(k, v)

@@ -148,7 +148,9 @@ class EncoderLayer(nn.Module):
         position (the sublayers act per position, so the result is the full output's slice).
         """
         if queries is None:
-            x = self.self_attn_res(x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, cache=cache))
+            x = self.self_attn_res(
+                x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, cache=cache)
+            )
         elif isinstance(self.self_attn, LocalAttention):
             raise ValueError("queries is not supported with restricted (windowed) attention")
         else:

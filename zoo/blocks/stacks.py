@@ -178,7 +178,9 @@ class CausalStack(_Stack):
     def new_cache(self) -> CausalCache:
         return CausalCache.empty(len(self.layers))
 
-    def forward(self, x: Tensor, *, key_mask: Tensor | None = None, cache: CausalCache | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, *, key_mask: Tensor | None = None, cache: CausalCache | None = None
+    ) -> Tensor:
         """x (B, T, D) at positions cache.offset..; key_mask (B, offset + T) bool, True at real
         tokens (None: no padding) -> (B, T, D)."""
         offset = cache.offset if cache is not None else 0
