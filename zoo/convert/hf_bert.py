@@ -268,14 +268,19 @@ def _check_model_kind(hf: dict[str, Any], source: str, kind: HFKind) -> None:
         )
 
 
-def config_from_hf(hf: dict[str, Any], *, source: str = "config.json") -> tuple[BertModelConfig, int, int]:
+def config_from_hf(
+    hf: dict[str, Any], *, source: str = "config.json", kind: HFKind = BERT
+) -> tuple[BertModelConfig, int, int]:
     """(model config, vocabulary size, pad id) of a Hugging Face BERT `config.json`.
+
+    Args:
+        kind: the fields it may hold (BERT; zoo.convert.hf_bert_heads' for fine-tuned heads).
 
     Raises:
         UserError: for another kind of model, a variant this model does not have, or a field
-            HF_CONFIG_FIELDS does not know (one line naming it).
+            `kind.fields` does not know (one line naming it).
     """
-    check_hf_config(hf, source=source)
+    check_hf_config(hf, source=source, kind=kind)
     try:
         cfg = BertModelConfig(
             num_layers=hf["num_hidden_layers"],
@@ -402,22 +407,40 @@ def tokenizer_config(tokenizer: WordPieceTokenizer, max_len: int) -> dict[str, A
 HEADS = ("pooler.*", "mlm_head.*", "nsp_head.*")
 
 
-def read_hf_directory(directory: str | Path, *, encoder_only: bool = False) -> LoadedBert:
-    """A local Hugging Face BERT checkpoint: BertForPreTraining weights with both heads, or with
-    `encoder_only` (for callers that read the last layer alone) a bare BertModel too, whose
-    missing pooler and heads keep their fresh initialisation."""
-    directory = Path(directory)
+class HFDirectory(NamedTuple):
+    """What a Hugging Face BERT directory holds besides the weights: its config.json, checked and
+    read, and its tokenizer."""
+
+    hf_config: dict[str, Any]
+    config: BertModelConfig
+    vocab_size: int
+    pad_id: int
+    tokenizer: WordPieceTokenizer
+
+
+def read_hf_config_and_tokenizer(directory: Path, *, kind: HFKind = BERT) -> HFDirectory:
+    """The config (its fields checked against `kind`) and tokenizer of a Hugging Face BERT
+    directory, refused when the vocabulary has more pieces than the model has embeddings."""
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise UserError(f"{directory}: no config.json (not a Hugging Face model directory)")
     hf_config = json.loads(config_file.read_text())
-    cfg, vocab_size, pad_id = config_from_hf(hf_config, source=str(config_file))
+    cfg, vocab_size, pad_id = config_from_hf(hf_config, source=str(config_file), kind=kind)
     tokenizer = read_hf_tokenizer(directory)
     if tokenizer.vocab_size > vocab_size:
         raise UserError(
             f"{directory}: vocab.txt has {tokenizer.vocab_size} pieces, the model "
             f"only {vocab_size} embeddings"
         )
+    return HFDirectory(hf_config, cfg, vocab_size, pad_id, tokenizer)
+
+
+def read_hf_directory(directory: str | Path, *, encoder_only: bool = False) -> LoadedBert:
+    """A local Hugging Face BERT checkpoint: BertForPreTraining weights with both heads, or with
+    `encoder_only` (for callers that read the last layer alone) a bare BertModel too, whose
+    missing pooler and heads keep their fresh initialisation."""
+    directory = Path(directory)
+    hf_config, cfg, vocab_size, pad_id, tokenizer = read_hf_config_and_tokenizer(directory)
     state, path = read_weights(directory)
     model = build_bert(cfg, vocab_size, pad_id)
     load_strict(
@@ -439,15 +462,27 @@ def download(repo_id: str) -> Path:
 def write_hf_directory(loaded: LoadedBert, out: str | Path) -> Path:
     """Save as `save_pretrained` would: config.json, model.safetensors (without the tied
     decoder copies, which from_pretrained re-ties), vocab.txt, tokenizer_config.json."""
+    model, cfg = loaded.model, loaded.config
+    hf_config = config_to_hf(cfg, model.vocab_size, model.pad_id)
+    return write_hf_files(out, hf_config, state_to_hf(model.state_dict()), loaded.tokenizer, cfg.max_len)
+
+
+def write_hf_files(
+    out: str | Path,
+    hf_config: dict[str, Any],
+    hf_state: dict[str, Tensor],
+    tokenizer: WordPieceTokenizer,
+    max_len: int,
+) -> Path:
+    """A Hugging Face directory of any BERT model: config.json, model.safetensors (`hf_state`,
+    already in Hugging Face keys), vocab.txt and tokenizer_config.json."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = loaded.model, loaded.tokenizer
-    hf_config = config_to_hf(loaded.config, model.vocab_size, model.pad_id)
     (out / "config.json").write_text(json.dumps(hf_config, indent=2) + "\n")
-    state = {k: v.detach().contiguous() for k, v in state_to_hf(model.state_dict()).items()}
+    state = {k: v.detach().contiguous() for k, v in hf_state.items()}
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "vocab.txt").write_text(tokenizer.vocab_text())
-    settings = tokenizer_config(tokenizer, loaded.config.max_len)
+    settings = tokenizer_config(tokenizer, max_len)
     (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
     return out
 
