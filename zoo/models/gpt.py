@@ -37,8 +37,6 @@ PRESETS: dict[str, dict] = {
 }
 
 
-
-
 @dataclass
 class GPTModelConfig:
     preset: str = field(
@@ -52,7 +50,9 @@ class GPTModelConfig:
     dim: int = field(default=768, metadata={"help": "model width D (GPT-2 small 768)"})
     num_heads: int = field(default=12, metadata={"help": "attention heads (GPT-2 small 12)"})
     ffn_dim: int = field(default=0, metadata={"help": "feed-forward width (0 = 4 D, GPT-2's)"})
-    max_len: int = field(default=1024, metadata={"help": "context: positions of the learned table (GPT-2 1024)"})
+    max_len: int = field(
+        default=1024, metadata={"help": "context: positions of the learned table (GPT-2 1024)"}
+    )
     dropout: float = field(default=0.1, metadata={"help": "dropout on embeddings and residual branches"})
     attn_dropout: float = field(default=0.1, metadata={"help": "dropout on attention weights"})
     norm_eps: float = field(default=1e-5, metadata={"help": "LayerNorm epsilon (GPT-2: 1e-5)"})
