@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-from zoo.config import Invalid, UserError
-from zoo.convert.hf_bert import LoadedBert, load_hf_bert
-from zoo.data.fetch import sha256_of
+from zoo.config import Invalid
+from zoo.convert.hf_bert import LoadedBert
+from zoo.convert.pinned import load_pinned_hf_bert
 from zoo.models.bert import Bert, build_bert
-
-WEIGHTS_FILE = "model.safetensors"  # what model.pretrained_sha256 is the hash of
 
 
 @dataclass
@@ -66,20 +63,9 @@ def load_pretrained(cfg: ReaderConfig) -> LoadedBert:
     Raises:
         UserError: the directory has no model.safetensors to check, or its SHA-256 differs.
     """
-    if cfg.pretrained_sha256:
-        weights = Path(cfg.pretrained).expanduser() / WEIGHTS_FILE
-        if not weights.is_file():
-            raise UserError(
-                f"model.pretrained_sha256 is set but {weights} is not a file (the check needs a "
-                f"local directory holding {WEIGHTS_FILE})"
-            )
-        digest = sha256_of(weights)
-        if digest != cfg.pretrained_sha256.lower():
-            raise UserError(
-                f"{weights}: SHA-256 {digest}, expected {cfg.pretrained_sha256.lower()} "
-                "(model.pretrained_sha256): not the weights the recipe names; refusing to use them"
-            )
-    return load_hf_bert(cfg.pretrained, encoder_only=True)
+    return load_pinned_hf_bert(
+        cfg.pretrained, cfg.pretrained_sha256, key="model.pretrained_sha256", encoder_only=True
+    )
 
 
 class BertReader(nn.Module):

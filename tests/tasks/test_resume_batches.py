@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from tasks.bert.finetune.task import FinetuneTask
 from tasks.bert.task import BertTask
 from tasks.gpt.config import GPTConfig
 from tasks.gpt.task import GPTTask
@@ -33,6 +34,7 @@ from tasks.vit.config import ViTConfig
 from tasks.vit.data import ImageData, TensorImages
 from tasks.vit.task import ViTTask
 from tests.tasks.bert.conftest import tiny_recipe
+from tests.tasks.bert.finetune.conftest import tiny_config as tiny_finetune
 from tests.tasks.parsing.conftest import tiny_config
 from zoo.config import load_config
 from zoo.train import RunContext
@@ -68,6 +70,10 @@ def bert(out: Path) -> BertTask:
     return BertTask(tiny_recipe(str(out), synthetic_train=60))
 
 
+def bert_finetune(out: Path) -> FinetuneTask:
+    return FinetuneTask(tiny_finetune("span", str(out), "--data.batch_size=4"))
+
+
 def gpt(out: Path) -> GPTTask:
     overrides = [
         "data.synthetic_train=60",
@@ -90,6 +96,7 @@ TASKS: dict[str, Callable[[Path], Any]] = {
     "parsing": parsing,
     "vit": vit,
     "bert": bert,
+    "bert_finetune": bert_finetune,
     "gpt": gpt,
     "reverse": reverse,
 }

@@ -80,6 +80,13 @@ TINY = {
         ],
         lambda _: "the old dog saw a cat with the telescope .",
     ),
+    "bert_finetune": Tiny(
+        [
+            "--model.num_layers=1", "--model.dim=32", "--model.ffn_dim=64", "--model.num_heads=2",
+            "--model.max_len=64", "--data.builtin_sizes=[6,2,2]", "--data.max_seq_length=64",
+        ],
+        lambda _: "the town lies on the banks of the river gaka .",
+    ),
 }  # fmt: skip
 
 

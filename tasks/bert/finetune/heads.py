@@ -1,0 +1,174 @@
+"""What each head makes of the model's outputs: its loss terms, its predictions, its metrics,
+and one input line read and one prediction written. The task (training) and the spec (the verbs)
+share these, so both score the same way.
+
+Outputs per item (`outputs`): classify (L,) logits; tag (T, L); span (T, 2) start and end logits.
+Metrics are percentages (MCC too: GLUE reports it x 100); `score` is the head's headline metric
+(accuracy, chunk F1, SQuAD F1), the one train.best_metric names in every recipe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tasks.bert.finetune import metrics, squad
+from tasks.bert.finetune.config import FinetuneConfig
+from tasks.bert.finetune.data import IGNORE, Batch, Encoded, encode_questions, encode_texts, encode_words
+from tasks.bert.finetune.readers import Example, SquadExample, TaggedSentence
+from zoo.config import UserError
+from zoo.data.wordpiece import WordPieceTokenizer
+from zoo.decode.spans import best_spans
+from zoo.train import Term, move_to
+
+
+def forward(model: nn.Module, batch: Batch) -> Tensor:
+    """The head model on a batch: (B, L), (B, T, L) or (B, T, 2)."""
+    out = model(batch.input_ids, batch.token_type_ids, batch.attention_mask)
+    return torch.stack([out.start, out.end], dim=-1) if isinstance(out, tuple) else out
+
+
+@torch.no_grad()
+def run(model: nn.Module, encoded: Encoded, batch_size: int) -> list[Tensor]:
+    """Each item's outputs, in item order, on the CPU in float32 (a token's row up to its length)."""
+    device = next(model.parameters()).device
+    found: list[Tensor | None] = [None] * len(encoded)
+    for items, batch in encoded.eval_batches(batch_size):
+        out = forward(model, move_to(batch, device)).float().cpu()
+        for row, item in enumerate(items):
+            found[item] = out[row] if out.dim() == 2 else out[row, : len(encoded.ids[item])]
+    return found
+
+
+def encode(cfg: FinetuneConfig, examples: list, tokenizer: WordPieceTokenizer, labels: list[str]) -> Encoded:
+    """The head's inputs for `examples`; gold labels outside `labels` (a test-only tag) are IGNORE."""
+    index, d = {label: i for i, label in enumerate(labels)}, cfg.data
+    if cfg.head == "classify":
+        gold = [index.get(e.label, IGNORE) for e in examples]
+        return encode_texts(tokenizer, [e.texts for e in examples], gold, d.max_seq_length)
+    if cfg.head == "tag":
+        gold = [[index.get(tag, IGNORE) for tag in s.tags] for s in examples]
+        return encode_words(tokenizer, examples, gold, d.max_seq_length)
+    return encode_questions(tokenizer, examples, max_len=d.max_seq_length, doc_stride=d.doc_stride,
+                            max_query_length=d.max_query_length)  # fmt: skip
+
+
+def terms(head: str, out: Tensor, batch: Batch) -> dict[str, Term]:
+    """The loss summed over the batch's units (see units), and the correct predictions."""
+    if head == "span":  # the mean of the start and end cross-entropies, per window
+        start, end = out.float().unbind(dim=-1)
+        loss = (F.cross_entropy(start, batch.labels[:, 0], reduction="sum")
+                + F.cross_entropy(end, batch.labels[:, 1], reduction="sum")) / 2  # fmt: skip
+        both = (start.argmax(-1) == batch.labels[:, 0]) & (end.argmax(-1) == batch.labels[:, 1])
+        return {"loss": Term(loss, {"acc": 100.0 * both.sum()})}
+    logits, gold = out.float().flatten(0, -2), batch.labels.flatten()
+    loss = F.cross_entropy(logits, gold, ignore_index=IGNORE, reduction="sum")
+    correct = ((logits.detach().argmax(-1) == gold) & (gold != IGNORE)).sum()
+    return {"loss": Term(loss, {"acc": 100.0 * correct})}
+
+
+def units(head: str, batch: Batch) -> dict[str, int]:
+    """Sentences or windows, or (tag) the labelled first pieces; and the real tokens."""
+    loss = int((batch.labels != IGNORE).sum()) if head == "tag" else len(batch)
+    return {"loss": loss, "tokens": int(batch.attention_mask.sum())}
+
+
+def predict(
+    cfg: FinetuneConfig, outputs: list[Tensor], encoded: Encoded, examples: list, labels: list[str]
+) -> list:
+    """Per example: classify (label, probability); tag the tags, one a word (O for a word with no
+    piece); span (answer, score, start, end) with the score start + end logit ('' when none)."""
+    if cfg.head == "classify":
+        probabilities = torch.stack(outputs).softmax(dim=-1).max(dim=-1)
+        return [(labels[i], p) for p, i in zip(probabilities.values.tolist(), probabilities.indices.tolist())]
+    if cfg.head == "tag":
+        return [[labels[int(out[p].argmax())] if p >= 0 else "O" for p in first]
+                for out, first in zip(outputs, encoded.first)]  # fmt: skip
+    windows: list[list[int]] = [[] for _ in examples]
+    for item, question in enumerate(encoded.question):
+        windows[question].append(item)
+    return [_answer(cfg, example, [outputs[i] for i in items], [encoded.offsets[i] for i in items])
+            for example, items in zip(examples, windows)]  # fmt: skip
+
+
+def _answer(cfg: FinetuneConfig, example: SquadExample, outputs: list[Tensor], offsets: list) -> tuple:
+    logits = nn.utils.rnn.pad_sequence(outputs, batch_first=True)  # (W, T, 2)
+    decode = cfg.decode
+    spans = best_spans(
+        logits[..., 0],
+        logits[..., 1],
+        offsets,
+        max_answer_length=decode.max_answer_length,
+        n_best=decode.n_best,
+    )
+    if not spans:
+        return "", float("-inf"), -1, -1
+    best = spans[0]
+    return example.context[best.start : best.end], best.score, best.start, best.end
+
+
+def score(head: str, predictions: list, examples: list, labels: list[str]) -> dict[str, float]:
+    """The head's metrics (percentages) and `score`, its headline one."""
+    if head == "classify":
+        gold, guess = [e.label for e in examples], [label for label, _ in predictions]
+        found = {"accuracy": 100 * metrics.accuracy(gold, guess)}
+        if len(labels) == 2:  # GLUE's binary metrics, labels[1] the positive class ("1" in GLUE)
+            found["f1"] = 100 * metrics.binary_f1(gold, guess, positive=labels[1])
+            found["mcc"] = 100 * metrics.mcc(gold, guess)
+        return {**found, "score": found["accuracy"]}
+    if head == "tag":
+        chunks = metrics.chunk_scores([s.tags for s in examples], predictions)
+        overall = chunks.overall
+        found = {"f1": 100 * overall.f1, "precision": 100 * overall.precision, "recall": 100 * overall.recall}
+        found.update({f"f1_{kind}": 100 * counts.f1 for kind, counts in chunks.by_type.items()})
+        return {**found, "score": found["f1"]}
+    answers = {e.id: answer for e, (answer, *_) in zip(examples, predictions)}
+    found = squad.evaluate(squad.gold_answers(examples), answers)
+    return {**found, "score": found["f1"]}
+
+
+def summary(head: str, found: dict[str, float]) -> str:
+    """The metrics in one line (two decimals)."""
+    shown = {key: f"{value:.2f}" for key, value in found.items()}
+    if head == "classify":
+        binary = f", F1 {shown['f1']}, MCC {shown['mcc']}" if "f1" in found else ""
+        return f"accuracy {shown['accuracy']}%{binary}"
+    if head == "tag":
+        kinds = ", ".join(f"{key[3:]} {value}" for key, value in shown.items() if key.startswith("f1_"))
+        return f"chunk F1 {shown['f1']} (precision {shown['precision']}, recall {shown['recall']}; {kinds})"
+    return f"SQuAD exact match {shown['exact_match']}, F1 {shown['f1']}"
+
+
+def read_line(head: str, line: str, where: str, columns: int) -> Any:
+    """One input line as an example without gold: classify a sentence or `a<TAB>b` (as many texts
+    as the model was trained on: `columns`), tag words split on spaces, span `question<TAB>passage`."""
+    if head == "tag":
+        words = tuple(line.split())
+        return TaggedSentence(words, ("O",) * len(words))
+    parts = tuple(part.strip() for part in line.split("\t"))
+    if head == "classify":
+        if len(parts) != columns or not all(parts):
+            shape = "a sentence" if columns == 1 else "two texts separated by a tab"
+            raise UserError(f"{where}: the model classifies {shape}; this line has {len(parts)} text(s)")
+        return Example(parts, "")
+    if len(parts) != 2 or not all(parts):
+        raise UserError(f"{where}: give the question, a tab, then the passage")
+    return SquadExample(where, "", parts[1], parts[0], ())
+
+
+def show(head: str, prediction: Any, as_json: bool) -> Any:
+    """A prediction as predict writes it: a line of text, or a JSON value."""
+    if head == "classify":
+        label, probability = prediction
+        return {"label": label, "probability": probability} if as_json else f"{label}\t{probability:.4f}"
+    if head == "tag":
+        return list(prediction) if as_json else " ".join(prediction)
+    answer, value, start, end = prediction
+    return (  # no span at all (a passage of no tokens): no score (JSON has no -inf)
+        {"answer": answer, "score": value if answer else None, "start": start, "end": end}
+        if as_json
+        else f"{answer}\t{value:.4f}"
+    )

@@ -1,0 +1,165 @@
+"""BERT fine-tuning as the shared verbs see it (zoo.verbs): train, evaluate (classify: accuracy,
+and F1 and MCC for two labels; tag: conlleval chunk F1 overall and per type; span: SQuAD exact
+match and F1), predict (a sentence or `a<TAB>b` -> label and probability; a line
+of words -> its tags; `question<TAB>passage` -> the answer and its score), attention (every
+layer and head on the first input), export (the Hugging Face BertForSequenceClassification,
+BertForTokenClassification or BertForQuestionAnswering directory), average. One spec serves the
+three heads: what differs is picked by the run's `head` (tasks.bert.finetune.heads).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from tasks.bert.data import TOKENIZER_FILE
+from tasks.bert.finetune import heads
+from tasks.bert.finetune.config import HEADS, FinetuneConfig
+from tasks.bert.finetune.examples import builtin_set
+from tasks.bert.finetune.splits import describe, read_split
+from tasks.bert.finetune.task import ENCODER_FILE, Encoder, FinetuneTask, check_vocabulary
+from tasks.bert.inference import attention_weights
+from zoo.config import UserError
+from zoo.convert.hf_bert_heads import LoadedBertHead, write_hf_head_directory
+from zoo.data.wordpiece import WordPieceTokenizer
+from zoo.plot import plot_self_attention
+from zoo.train import FitResult, Trained
+from zoo.verbs import Evaluation, Loaded, TaskSpec, VerbOptions
+
+DEFAULT_RECIPE = Path(__file__).resolve().parents[3] / "configs" / "bert" / "finetune_default.yaml"
+NOT_PUBLISHED = (
+    " (held-out articles of SQuAD's dev set, trained on its other articles: not comparable with "
+    "published SQuAD dev numbers)"
+)
+NEXT_STEPS = """
+Next:
+  python -m zoo evaluate bert_finetune {run} --split test
+  printf "{sample}\\n" | python -m zoo predict bert_finetune {run}
+  python -m zoo export bert_finetune {run} --output OUT_DIR   # a Hugging Face {architecture} directory
+The other heads offline: python -m zoo train bert_finetune --head=tag (or --head=span)
+Real data (a data directory holding sst2/, conll2000/, squad-v1.1/, as ../shared/data does):
+  python -m zoo train bert_finetune --config configs/bert/sst2.yaml --data.data_dir=DATA"""
+ARCHITECTURES = {"classify": "BertForSequenceClassification", "tag": "BertForTokenClassification",
+                 "span": "BertForQuestionAnswering"}  # fmt: skip
+
+
+@dataclass
+class LoadedFinetune(Loaded):
+    """The model with its tokenizer, encoder description (labels included) and recipe."""
+
+    tokenizer: WordPieceTokenizer
+    encoder: Encoder
+    cfg: FinetuneConfig
+
+    def outputs(self, examples: list, batch_size: int) -> tuple[list, list]:
+        """(inputs, predictions) of `examples`, one prediction per example."""
+        encoded = heads.encode(self.cfg, examples, self.tokenizer, self.encoder.labels)
+        outputs = heads.run(self.model, encoded, batch_size or self.cfg.data.eval_batch_size)
+        return encoded, heads.predict(self.cfg, outputs, encoded, examples, self.encoder.labels)
+
+
+def sample_input(head: str) -> str:
+    """The first held-out example of the built-in set, as predict reads it."""
+    example = builtin_set(head, [1, 1, 1], 0, "valid")[0]
+    if head == "classify":
+        return example.texts[0]
+    if head == "tag":
+        return " ".join(example.words)
+    return f"{example.question}\t{example.context}"
+
+
+class FinetuneSpec(TaskSpec):
+    name = "bert_finetune"
+    description = "BERT fine-tuned: classify sentences, tag words (B-I-O), or answer questions (spans)"
+    config = FinetuneConfig
+    default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
+    export_formats = ("hf",)
+
+    def runner_task(self, cfg: FinetuneConfig) -> FinetuneTask:
+        return FinetuneTask(cfg)
+
+    def after_training(self, cfg: FinetuneConfig, task: FinetuneTask, result: FitResult) -> None:
+        print(
+            f"valid ({cfg.head}; {describe(cfg, 'valid')}: {len(task.valid_examples):,} examples): "
+            f"{heads.summary(cfg.head, result.metrics)} after {result.step} steps (run: {result.run_dir})"
+        )
+        sample = sample_input(cfg.head).replace("\t", "\\t")
+        print(NEXT_STEPS.format(run=result.run_dir, sample=sample, architecture=ARCHITECTURES[cfg.head]))
+
+    def load(self, trained: list[Trained[FinetuneConfig]], options: VerbOptions) -> LoadedFinetune:
+        (run,) = trained
+        if ENCODER_FILE not in run.artifacts or TOKENIZER_FILE not in run.artifacts:
+            raise UserError(f"{run.path}: no {ENCODER_FILE} inside: not a checkpoint of bert_finetune")
+        tokenizer = WordPieceTokenizer.from_bytes(run.artifacts[TOKENIZER_FILE])
+        encoder = Encoder.from_bytes(run.artifacts[ENCODER_FILE])
+        check_vocabulary(tokenizer, encoder.vocab_size, encoder.pad_id, str(run.path))
+        model = run.load_into(encoder.build(run.cfg.head, run.cfg.model.head_dropout))
+        precision = options.precision or run.cfg.train.precision
+        return LoadedFinetune(
+            model.to(torch.device(options.device)), run, precision, tokenizer, encoder, run.cfg
+        )
+
+    def evaluate(self, loaded: LoadedFinetune, options: VerbOptions) -> Evaluation:
+        cfg, labels = loaded.cfg, loaded.encoder.labels
+        examples = read_split(cfg, options.split, labels)
+        examples = examples[: options.limit] if options.limit else examples
+        _, predictions = loaded.outputs(examples, options.batch_size)
+        found = heads.score(cfg.head, predictions, examples, labels)
+        caveat = NOT_PUBLISHED if cfg.head == "span" and cfg.data.train else ""
+        summary = (
+            f"{options.split} ({cfg.head}; {describe(cfg, options.split)}: {len(examples):,} examples): "
+            f"{heads.summary(cfg.head, found)}{caveat}  ({loaded.trained.path})"
+        )
+        if cfg.head == "span":
+            lines = [f"{e.id}\t{p[0]}" for e, p in zip(examples, predictions)]
+        else:
+            lines = [heads.show(cfg.head, p, as_json=False) for p in predictions]
+        return Evaluation({"head": cfg.head, "examples": len(examples), **found}, summary, lines)
+
+    def _examples(self, loaded: LoadedFinetune, lines: list[str], options: VerbOptions) -> list:
+        name, columns = options.input or "stdin", len(loaded.cfg.data.text_columns)
+        return [
+            heads.read_line(loaded.cfg.head, line, f"{name}:{n}", columns) for n, line in enumerate(lines, 1)
+        ]
+
+    def predict(self, loaded: LoadedFinetune, lines: list[str], options: VerbOptions) -> list:
+        """One output per line; a blank line stays blank."""
+        keep = [k for k, line in enumerate(lines) if line.strip()]
+        examples = self._examples(loaded, [lines[k] for k in keep], options)
+        outputs: list = [[] if options.json else ""] * len(lines)
+        for k, prediction in zip(keep, loaded.outputs(examples, options.batch_size)[1] if examples else []):
+            outputs[k] = heads.show(loaded.cfg.head, prediction, options.json)
+        return outputs
+
+    def attention(self, loaded: LoadedFinetune, lines: list[str], output: Path, options: VerbOptions) -> str:
+        """Drawn on the input the model reads: the head's own encoding (its truncation; for a
+        passage, the first window)."""
+        head = loaded.cfg.head
+        examples = self._examples(loaded, lines[:1], options)
+        encoded = heads.encode(loaded.cfg, examples, loaded.tokenizer, loaded.encoder.labels)
+        ids, types = torch.tensor(encoded.ids[:1]), torch.tensor(encoded.types[:1])
+        weights = attention_weights(SimpleNamespace(model=loaded.model.bert), ids, types)
+        tokens = loaded.tokenizer.convert_ids_to_tokens(encoded.ids[0])
+        plot_self_attention(
+            weights, tokens, output, title=f"BERT fine-tuned to {head} ({loaded.trained.path})"
+        )
+        what = {"classify": "input", "tag": "sentence", "span": "question and its passage's first window"}[
+            head
+        ]
+        return f"the self-attention of every layer (rows) and head (columns) on the first {what}"
+
+    def default_input(self) -> list[str]:
+        return [sample_input("classify")]
+
+    def export(self, loaded: LoadedFinetune, fmt: str, output: Path, options: VerbOptions) -> None:
+        head = loaded.cfg.head
+        hf = LoadedBertHead(loaded.model, loaded.tokenizer, loaded.encoder.config, loaded.encoder.labels)
+        write_hf_head_directory(hf, output)
+        print(
+            f"load it with transformers.{ARCHITECTURES[head]}.from_pretrained ({HEADS[head]})",
+            file=sys.stderr,
+        )

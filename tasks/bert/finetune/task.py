@@ -1,0 +1,182 @@
+"""BERT fine-tuning as a runner Task: one class for the three heads (`cfg.head`), whose loss
+terms, predictions and metrics are tasks.bert.finetune.heads'.
+
+Where the encoder starts (`model.init`): random weights of the recipe's size, with a WordPiece
+vocabulary made from the training text (the built-in set's whole words, else trained on the
+files); a BERT pretraining run of this project; or a Hugging Face BERT directory or hub name,
+its weights checked against model.init_sha256 when the recipe pins them. The encoder's shape,
+its tokenizer and the labels travel inside every checkpoint (ENCODER_FILE, TOKENIZER_FILE), so a
+run directory is a self-contained model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from torch import nn
+
+from tasks.bert.config import DataConfig as PretrainingData
+from tasks.bert.data import TOKENIZER_FILE, tokenizer_for
+from tasks.bert.finetune import heads
+from tasks.bert.finetune.config import HEADS, FinetuneConfig, ModelConfig
+from tasks.bert.finetune.data import Batch
+from tasks.bert.finetune.splits import label_set, read_split
+from tasks.bert.hf import load_bert
+from zoo.config import UserError
+from zoo.convert.hf_bert import HUB_NAME, LoadedBert, is_hf_directory
+from zoo.convert.hf_bert_heads import BertHeadModel, build_head
+from zoo.convert.pinned import load_pinned_hf_bert
+from zoo.data.documents import Document
+from zoo.data.seeding import seeded
+from zoo.data.wordpiece import WordPieceTokenizer
+from zoo.models.bert import BertModelConfig, build_bert
+from zoo.train import RunContext, Term
+
+ENCODER_FILE = "finetune.json"  # the encoder's shape and the labels, inside every checkpoint
+
+
+@dataclass
+class Encoder:
+    """What rebuilds the model without its source: the encoder's config, vocabulary size and
+    [PAD] id, and the labels (classify, tag)."""
+
+    config: BertModelConfig
+    vocab_size: int
+    pad_id: int
+    labels: list[str]
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({**asdict(self), "config": asdict(self.config)}, indent=1).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Encoder:
+        found = json.loads(data)
+        return cls(**{**found, "config": BertModelConfig(**found["config"])})
+
+    def build(self, head: str, head_dropout: float) -> BertHeadModel:
+        """The head model, freshly initialised."""
+        bert = build_bert(self.config, self.vocab_size, self.pad_id)
+        return build_head(HEADS[head], bert, self.labels, dropout=head_dropout)
+
+
+def load_init(model: ModelConfig) -> LoadedBert:
+    """The pretrained BERT named by model.init: a Hugging Face directory or hub name (the encoder
+    alone is read; its weights checked first when model.init_sha256 pins them), else a BERT
+    pretraining run directory or checkpoint of this project."""
+    path = Path(model.init).expanduser()
+    if is_hf_directory(path) or (not path.exists() and HUB_NAME.match(model.init)):
+        return load_pinned_hf_bert(model.init, model.init_sha256, key="model.init_sha256", encoder_only=True)
+    if model.init_sha256:
+        raise UserError(f"model.init_sha256 pins a Hugging Face directory's weights; {model.init} is not one")
+    return load_bert(model.init)
+
+
+def check_vocabulary(tokenizer: WordPieceTokenizer, vocab_size: int, pad_id: int, source: str) -> None:
+    """Refuse a tokenizer whose ids the encoder's embeddings cannot take."""
+    if tokenizer.vocab_size > vocab_size or tokenizer.pad_id != pad_id:
+        raise UserError(
+            f"{source}: the tokenizer ({tokenizer.vocab_size} pieces, [PAD] {tokenizer.pad_id}) does not "
+            f"match the encoder ({vocab_size} embeddings, [PAD] {pad_id})"
+        )
+
+
+def _texts(head: str, examples: list) -> list[str]:
+    if head == "classify":
+        return [text for e in examples for text in e.texts]
+    if head == "tag":
+        return [" ".join(s.words) for s in examples]
+    return sorted({e.context for e in examples}) + [e.question for e in examples]
+
+
+class FinetuneTask:
+    """The runner's Task for BERT fine-tuning.
+
+    Args:
+        cfg: the whole recipe.
+    """
+
+    unit_name = "tokens"
+
+    def __init__(self, cfg: FinetuneConfig) -> None:
+        self.cfg = cfg
+
+    def setup(self, run: RunContext) -> None:
+        """Examples, the pretrained encoder (or a tokenizer for random weights), labels, inputs."""
+        self.run, cfg = run, self.cfg
+        train = read_split(cfg, "train")
+        self.labels = label_set(cfg, train)
+        if cfg.head != "span" and len(self.labels) < 2:
+            raise UserError(f"the training set has {len(self.labels)} label(s) {self.labels}: a head needs 2")
+        self.valid_examples = read_split(cfg, "valid", self.labels)
+        self.pretrained = self._pretrained()
+        if self.pretrained is None:
+            with run.main_process_first():
+                self.tokenizer = self._own_tokenizer(train, run.run_dir)
+        else:
+            self.tokenizer = self.pretrained.tokenizer
+        self.encoder = self._encoder()
+        if cfg.data.max_seq_length > self.encoder.config.max_len:
+            raise UserError(
+                f"data.max_seq_length={cfg.data.max_seq_length} exceeds the encoder's "
+                f"{self.encoder.config.max_len} positions"
+            )
+        self.train = heads.encode(cfg, train, self.tokenizer, self.labels)
+        self.valid = heads.encode(cfg, self.valid_examples, self.tokenizer, self.labels)
+
+    def _pretrained(self) -> LoadedBert | None:
+        # Seeded: a pooler the checkpoint lacks starts fresh, the same in every run.
+        if not self.cfg.model.init:
+            return None
+        with seeded(self.cfg.train.seed):
+            return load_init(self.cfg.model)
+
+    def _encoder(self) -> Encoder:
+        """The recipe's encoder for random weights; else the pretrained one's shape with the
+        recipe's dropouts (fine-tuning's, where pretraining may have used none)."""
+        model = self.cfg.model
+        if self.pretrained is None:
+            shape = BertModelConfig(**{f.name: getattr(model, f.name) for f in fields(BertModelConfig)})
+            return Encoder(shape, self.tokenizer.vocab_size, self.tokenizer.pad_id, self.labels)
+        bert = self.pretrained.model
+        check_vocabulary(self.tokenizer, bert.vocab_size, bert.pad_id, model.init)
+        config = replace(self.pretrained.config, dropout=model.dropout, attn_dropout=model.attn_dropout)
+        return Encoder(config, bert.vocab_size, bert.pad_id, self.labels)
+
+    def _own_tokenizer(self, train: list, run_dir: Path) -> WordPieceTokenizer:
+        """WordPiece trained on the training text, kept in the run directory (a resumed run reads
+        it: training may break ties between merges otherwise in another process)."""
+        data = PretrainingData(source="text", vocab_size=self.cfg.data.vocab_size)
+        return tokenizer_for(data, run_dir, [Document("", _texts(self.cfg.head, train))])
+
+    def build_model(self) -> BertHeadModel:
+        model = self.encoder.build(self.cfg.head, self.cfg.model.head_dropout)
+        if self.pretrained is not None:
+            # Strict: every key of the encoder (and pooler) filled; the MLM and NSP heads stay behind.
+            own = model.bert.state_dict().keys()
+            model.bert.load_state_dict(
+                {k: v for k, v in self.pretrained.model.state_dict().items() if k in own}
+            )
+        return model
+
+    def train_batches(self, epoch: int, *, start: int = 0) -> Iterator[Batch]:
+        return self.train.train_batches(
+            epoch, self.cfg.data.batch_size, seed=self.run.seed, start=start, rank=self.run.rank,
+            world_size=self.run.world_size,
+        )  # fmt: skip
+
+    def units(self, batch: Batch) -> dict[str, int]:
+        return heads.units(self.cfg.head, batch)
+
+    def train_step(self, model: nn.Module, batch: Batch) -> dict[str, Term]:
+        return heads.terms(self.cfg.head, heads.forward(model, batch), batch)
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        outputs = heads.run(model, self.valid, self.cfg.data.eval_batch_size)
+        predictions = heads.predict(self.cfg, outputs, self.valid, self.valid_examples, self.labels)
+        return heads.score(self.cfg.head, predictions, self.valid_examples, self.labels)
+
+    def artifacts(self) -> dict[str, bytes]:
+        return {TOKENIZER_FILE: self.tokenizer.to_bytes(), ENCODER_FILE: self.encoder.to_bytes()}

@@ -1,0 +1,157 @@
+"""The bert_finetune commands (the shared verbs, and the tasks.bert.finetune.train shim) on each
+head's offline default with a tiny model: train -> evaluate -> predict -> export (Hugging Face
+loads it with our logits) -> attention; the recipes; refusals in one line."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import (
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    BertTokenizerFast,
+    pipeline,
+)
+
+from tasks.bert.finetune import train
+from tasks.bert.finetune.config import FinetuneConfig
+from tasks.bert.finetune.spec import FinetuneSpec, sample_input
+from tests.tasks.bert.finetune.conftest import tiny_args
+from zoo.config import load_config
+from zoo.data.corpus import KINDS
+from zoo.train import load_trained
+from zoo.verbs.cli import run_verb
+from zoo.verbs.options import VerbOptions
+
+CONFIGS = Path(__file__).resolve().parents[4] / "configs" / "bert"
+DATA = Path(__file__).resolve().parents[5] / "shared" / "data"
+HEADS = ("classify", "tag", "span")
+STEPS = ["--train.max_steps=20", "--train.eval_every=10", "--train.save_every=10", "--train.log_every=10"]
+# Inputs of each head for the transformers comparison: sentences (classify, tag), question-passage pairs.
+SENTENCES = [
+    ("the town lies on the banks of the river gaka .",),
+    ("captain lo sailed the ship through storms .",),
+]
+TEXTS = {
+    "classify": SENTENCES,
+    "tag": SENTENCES,
+    "span": [("who founded the town ?", "the town was founded by kalo in 1820 ."),
+             ("what did the ship carry ?", "the ship carried coal from the bay .")],
+}  # fmt: skip
+HF_CLASSES = {
+    "classify": AutoModelForSequenceClassification,
+    "tag": AutoModelForTokenClassification,
+    "span": AutoModelForQuestionAnswering,
+}
+
+
+def verb(name: str, *argv: str, stdin: str | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    return run_verb(FinetuneSpec(), name, list(argv))
+
+
+@pytest.fixture(scope="module", params=HEADS)
+def run_dir(request, tmp_path_factory) -> tuple[str, Path]:
+    out = tmp_path_factory.mktemp(request.param) / "run"
+    train.main([*tiny_args(request.param), *STEPS, f"--train.out_dir={out}"])
+    return request.param, out
+
+
+def test_train_evaluate_and_predict(run_dir, monkeypatch, capsys):
+    head, run = run_dir
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["step"] == 20 and "score" in summary["metrics"]
+    record = verb("evaluate", str(run), "--split=test", "--json", "--output", str(run / "test.txt"))
+    assert record["head"] == head and record["split"] == "test" and 0 <= record["score"] <= 100
+    assert len((run / "test.txt").read_text().splitlines()) == record["examples"]
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == record
+    sample = sample_input(head)
+    [output] = verb("predict", str(run), "--json", stdin=sample + "\n", monkeypatch=monkeypatch)
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["input"] == sample and shown["output"] == output
+    if head == "classify":
+        assert output["label"] in KINDS and 1 / len(KINDS) <= output["probability"] <= 1
+    elif head == "tag":
+        assert len(output) == len(sample.split())
+    else:
+        assert output["answer"] == sample.split("\t")[1][output["start"] : output["end"]]
+
+
+def test_export_loads_in_transformers_with_our_logits(run_dir, tmp_path):
+    head, run = run_dir
+    out = tmp_path / "hf"
+    verb("export", str(run), f"--output={out}")
+    ours = FinetuneSpec().load([load_trained(run, FinetuneConfig)], VerbOptions(run=str(run)))
+    hf = HF_CLASSES[head].from_pretrained(out, attn_implementation="sdpa").eval()
+    tokenizer = BertTokenizerFast.from_pretrained(out)
+    batch = tokenizer(*zip(*TEXTS[head]), padding=True, return_tensors="pt")
+    assert batch["input_ids"][0, 1:-1].tolist()[:3] == ours.tokenizer.encode(TEXTS[head][0][0])[:3]
+    mask = batch["attention_mask"].bool()
+    with torch.no_grad():
+        expected = ours.model(batch["input_ids"], batch["token_type_ids"], mask)
+        got = hf(**batch)
+    if head == "span":
+        torch.testing.assert_close(got.start_logits[mask], expected.start[mask], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(got.end_logits[mask], expected.end[mask], atol=1e-5, rtol=1e-5)
+        return
+    logits = got.logits[mask] if head == "tag" else got.logits
+    torch.testing.assert_close(logits, expected[mask] if head == "tag" else expected, atol=1e-5, rtol=1e-5)
+    assert [hf.config.id2label[i] for i in range(len(ours.encoder.labels))] == ours.encoder.labels
+
+
+def test_predict_agrees_with_the_transformers_pipeline(run_dir, tmp_path, monkeypatch, capsys):
+    head, run = run_dir
+    if head != "classify":
+        pytest.skip("the text-classification pipeline scores sentences")
+    out = tmp_path / "hf"
+    verb("export", str(run), f"--output={out}")
+    sample = sample_input(head)
+    [ours] = verb("predict", str(run), "--json", stdin=sample + "\n", monkeypatch=monkeypatch)
+    [theirs] = pipeline("text-classification", model=str(out), tokenizer=str(out))(sample)
+    assert ours["label"] == theirs["label"] and ours["probability"] == pytest.approx(
+        theirs["score"], abs=1e-5
+    )
+
+
+def test_attention_draws_every_layer_and_head(run_dir, tmp_path, monkeypatch):
+    head, run = run_dir
+    png = tmp_path / "attention.png"
+    verb("attention", str(run), f"--output={png}", stdin=sample_input(head) + "\n", monkeypatch=monkeypatch)
+    assert png.stat().st_size > 1000
+
+
+def test_bad_input_lines_are_refused_in_one_line(run_dir, monkeypatch, capsys):
+    head, run = run_dir
+    bad = {"classify": "one\ttwo\tthree", "tag": None, "span": "a question without its passage"}[head]
+    if bad is None:
+        pytest.skip("any line of words can be tagged")
+    with pytest.raises(SystemExit) as exit_info:
+        verb("predict", str(run), stdin=f"{sample_input(head)}\n{bad}\n", monkeypatch=monkeypatch)
+    error = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and "stdin:2:" in error and "\n" not in error
+
+
+def test_default_recipe_equals_the_built_in_defaults():
+    """An installed package has no configs/ folder: its defaults must be the same recipe."""
+    assert load_config(FinetuneConfig, CONFIGS / "finetune_default.yaml") == FinetuneConfig()
+
+
+RECIPES = {"sst2": "classify", "conll2000": "tag", "squad": "span"}
+
+
+@pytest.mark.parametrize("recipe", [*RECIPES, *(f"{name}_minilm" for name in RECIPES)])
+def test_recipes_read_the_shared_data(recipe):
+    cfg = load_config(FinetuneConfig, CONFIGS / f"{recipe}.yaml")
+    assert cfg.head == RECIPES[recipe.removesuffix("_minilm")] and cfg.model.init
+    header = (CONFIGS / f"{recipe}.yaml").read_text().split("\n\n")[0]
+    assert f"--config configs/bert/{recipe}.yaml --data.data_dir=../shared/data" in header
+    if not DATA.is_dir():
+        pytest.skip("no shared data directory")
+    for path in (cfg.data.train, cfg.data.valid, cfg.data.test):
+        assert not path or (DATA / path).is_file(), path
