@@ -10,7 +10,7 @@ from tasks.bert.examples import PretrainingExamples, TokenizedCorpus
 from zoo.config import UserError
 from zoo.data.corpus import synthetic_documents
 from zoo.data.documents import Document, read_documents, wiki_files
-from zoo.data.paths import resolve_data_dir, write_atomic
+from zoo.data.paths import under_data_dir, write_atomic
 from zoo.data.wordpiece import WordPieceTokenizer
 
 log = logging.getLogger(__name__)
@@ -18,19 +18,6 @@ TOKENIZER_FILE = "tokenizer.json"
 # Held-out examples are drawn with a fixed seed, so runs with different seeds are scored on the
 # very same pairs and masks.
 EVAL_SEED = 0
-
-
-def _under_data_dir(cfg: DataConfig, path: str) -> Path:
-    candidate = Path(path).expanduser()
-    if candidate.is_absolute():
-        return candidate
-    root = resolve_data_dir(cfg.data_dir)
-    if root is None:
-        raise UserError(
-            f"data.source={cfg.source} with a relative path {path!r} needs a data "
-            "directory: set data.data_dir or $ZOO_DATA_DIR"
-        )
-    return root / candidate
 
 
 def load_documents(cfg: DataConfig, split: str) -> list[Document]:
@@ -47,13 +34,13 @@ def load_documents(cfg: DataConfig, split: str) -> list[Document]:
     if split == "test":
         raise UserError(f"data.source={cfg.source} has no test documents of its own (WikiText is scored)")
     if cfg.source == "wikiextractor":
-        files = wiki_files(_under_data_dir(cfg, cfg.path))
+        files = wiki_files(under_data_dir(cfg.data_dir, cfg.path))
         unknown = set(cfg.valid) - {f.name for f in files}
         if unknown:
             raise UserError(f"key 'data.valid': {sorted(unknown)} not among the files of {cfg.path}")
         files = [f for f in files if (f.name in cfg.valid) == (split == "valid")]
     else:
-        files = [_under_data_dir(cfg, p) for p in ([cfg.path] if split == "train" else cfg.valid)]
+        files = [under_data_dir(cfg.data_dir, p) for p in ([cfg.path] if split == "train" else cfg.valid)]
     documents, counts = read_documents(files, cfg.source, min_paragraph_words=cfg.min_paragraph_words)
     log.info("%s documents: %s", split, counts.describe())
     if not documents:

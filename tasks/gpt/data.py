@@ -26,7 +26,7 @@ from zoo.data.batching import shard
 from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.corpus import synthetic_documents
 from zoo.data.documents import MARKUP, Document, DocumentReader, wiki_files
-from zoo.data.paths import require, resolve_data_dir
+from zoo.data.paths import require, under_data_dir
 from zoo.data.seeding import example_rng
 
 log = logging.getLogger(__name__)
@@ -73,19 +73,6 @@ class ParagraphReader(DocumentReader):
         return Document(title, [title, *kept] if title else kept)
 
 
-def _under_data_dir(cfg: GPTDataConfig, path: str) -> Path:
-    candidate = Path(path).expanduser()
-    if candidate.is_absolute():
-        return candidate
-    root = resolve_data_dir(cfg.data_dir)
-    if root is None:
-        raise UserError(
-            f"data.source={cfg.source} with a relative path {path!r} needs a data "
-            "directory: set data.data_dir or $ZOO_DATA_DIR"
-        )
-    return root / candidate
-
-
 def _check_text_file(path: Path) -> None:
     """A UserError naming `path` when it is missing, empty or binary (NUL bytes: valid UTF-8 but
     not text); bytes that are not UTF-8 are found by read_lines, with the line."""
@@ -100,8 +87,8 @@ def _check_text_file(path: Path) -> None:
 
 def _split_files(cfg: GPTDataConfig, split: str) -> list[Path]:
     if cfg.source != "wikiextractor":
-        return [_under_data_dir(cfg, p) for p in ([cfg.path] if split == "train" else cfg.valid)]
-    folder = _under_data_dir(cfg, cfg.path)
+        return [under_data_dir(cfg.data_dir, p) for p in ([cfg.path] if split == "train" else cfg.valid)]
+    folder = under_data_dir(cfg.data_dir, cfg.path)
     if not folder.is_dir():
         raise UserError(f"data.path: WikiExtractor folder not found: {folder}")
     files = wiki_files(folder)

@@ -36,6 +36,18 @@ def resolve_data_dir(value: str | None) -> Path | None:
     return path
 
 
+def under_data_dir(data_dir: str, path: str) -> Path:
+    """`path` as given when absolute, else under the data directory (`data_dir`, else
+    $ZOO_DATA_DIR); a relative path with neither is a UserError naming it."""
+    candidate = Path(path).expanduser()
+    if candidate.is_absolute():
+        return candidate
+    root = resolve_data_dir(data_dir)
+    if root is None:
+        raise UserError(f"the relative path {path!r} needs a data directory: set data.data_dir or ${ENV_VAR}")
+    return root / candidate
+
+
 def require(path: Path, what: str) -> Path:
     """`path` if it is an existing file, else a UserError naming `what` and the missing path.
 

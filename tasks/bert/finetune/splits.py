@@ -11,8 +11,6 @@ Relative paths are taken under the data directory (data.data_dir, else $ZOO_DATA
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tasks.bert.finetune.config import FinetuneConfig
 from tasks.bert.finetune.examples import builtin_labels, builtin_set
 from tasks.bert.finetune.readers import (
@@ -24,20 +22,9 @@ from tasks.bert.finetune.readers import (
     split_by_article,
 )
 from zoo.config import UserError
-from zoo.data.paths import resolve_data_dir
+from zoo.data.paths import under_data_dir
 
 SPLITS = ("train", "valid", "test")
-
-
-def under_data_dir(data_dir: str, path: str) -> Path:
-    """`path` as given when absolute, else under the data directory."""
-    candidate = Path(path).expanduser()
-    if candidate.is_absolute():
-        return candidate
-    root = resolve_data_dir(data_dir)
-    if root is None:
-        raise UserError(f"data file {path!r} is relative: set data.data_dir or $ZOO_DATA_DIR")
-    return root / candidate
 
 
 def read_split(cfg: FinetuneConfig, split: str, labels: list[str] | None = None) -> list:
