@@ -20,7 +20,7 @@ from tasks.bert.data import EVAL_SEED, load_documents, make_examples
 from tasks.bert.inference import attention_weights, fill_mask, format_fillers, pair_inputs
 from tasks.bert.task import BertTask, score_examples, tokenizer_of
 from zoo.config import Invalid, UserError
-from zoo.convert.hf_bert import HUB_NAME, LoadedBert, is_hf_directory, load_hf_bert, write_hf_directory
+from zoo.convert.hf_bert import LoadedBert, load_hf_bert, names_hf_model, write_hf_directory
 from zoo.data.documents import Document, read_documents
 from zoo.data.paths import resolve_data_dir
 from zoo.data.wordpiece import WordPieceTokenizer
@@ -115,8 +115,7 @@ class BertSpec(TaskSpec):
         """RUN as a Hugging Face BERT directory or hub name; None when it is not one (a zoo run,
         for load_trained). Such a model has no run directory: evaluate keeps no record, and the
         attention picture goes to ./attention.png unless --output says otherwise."""
-        path = Path(options.run).expanduser()
-        if not (is_hf_directory(path) or (not path.exists() and HUB_NAME.match(options.run))):
+        if not names_hf_model(options.run):
             return None
         hf = load_hf_bert(options.run)
         trained = Trained(BertPretrainingConfig(model=hf.config), {}, {}, hf.source, Path("."), 0, False)

@@ -24,9 +24,8 @@ from tasks.gpt.task import GPTTask, check_vocabulary, tokenizer_of
 from zoo.blocks import attention_maps
 from zoo.config import Invalid, UserError
 from zoo.convert.ctranslate2 import write_ctranslate2_gpt
-from zoo.convert.hf_bert import is_hf_directory
+from zoo.convert.hf_bert import names_hf_model
 from zoo.convert.hf_gpt2 import load_hf_gpt2, write_hf_directory
-from zoo.convert.hub import HUB_NAME
 from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.paths import resolve_data_dir
 from zoo.decode import generate
@@ -124,8 +123,7 @@ class GPTSpec(TaskSpec):
     def load_foreign(self, options: GPTOptions) -> LoadedGPT | None:
         """RUN as a Hugging Face GPT-2 directory or hub name; None when it is not one (a zoo run,
         for load_trained). Such a model has no run directory: evaluate keeps no record."""
-        path = Path(options.run).expanduser()
-        if not (is_hf_directory(path) or (not path.exists() and HUB_NAME.match(options.run))):
+        if not names_hf_model(options.run):
             return None
         hf = load_hf_gpt2(options.run)
         tokenizer = ByteBPETokenizer.from_path(hf.directory)
@@ -173,24 +171,21 @@ class GPTSpec(TaskSpec):
         context = options.context or trained_context
         if context > loaded.config.max_len:
             raise UserError(f"--context {context}: the model has {loaded.config.max_len} positions")
-        stride = (
-            options.stride or (loaded.recipe.eval.stride if loaded.recipe is not None else 0) or context // 2
-        )
+        asked = options.stride or (loaded.recipe.eval.stride if loaded.recipe is not None else 0)
+        stride = min(asked or context // 2, context)
         batch_size = options.batch_size or (loaded.recipe.data.eval_batch_size if loaded.recipe else 8)
         m = score_ids(
             loaded.model, torch.tensor(ids), text=None if options.limit else text,
             words=None if options.limit else words,
-            context=context, stride=min(stride, context), batch_size=batch_size,
+            context=context, stride=stride, batch_size=batch_size,
         )  # fmt: skip
         summary = f"{name}: perplexity {m['ppl']:.2f} per token"
         if "word_ppl" in m:
             summary += f", {m['word_ppl']:.2f} per word"
         if "bpb" in m:
             summary += f", {m['bpb']:.4f} bits per byte"
-        summary += (
-            f" ({m['tokens']:,} tokens, window {context}, stride {min(stride, context)}; {loaded.source})"
-        )
-        return Evaluation({"set": name, "context": context, "stride": min(stride, context), **m}, summary)
+        summary += f" ({m['tokens']:,} tokens, window {context}, stride {stride}; {loaded.source})"
+        return Evaluation({"set": name, "context": context, "stride": stride, **m}, summary)
 
     # predict (generate)
     def predict(self, loaded: LoadedGPT, lines: list[str], options: GPTOptions) -> list[str]:

@@ -32,10 +32,10 @@ def _weights(run_dir: Path) -> dict:
 
 
 def test_sigterm_saves_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path):
-    whole = _train(tmp_path / "whole", "--train.max_steps=10")
+    whole = _train(tmp_path / "whole", "--train.max_steps=40")
     assert whole.returncode == 0, whole.stderr
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "tasks.gpt.train", *EXACT, f"--train.out_dir={out}", "--train.max_steps=10"]
+    cmd = [sys.executable, "-m", "tasks.gpt.train", *EXACT, f"--train.out_dir={out}", "--train.max_steps=40"]
     proc = subprocess.Popen(
         [*cmd, "--train.log_every=1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
     )

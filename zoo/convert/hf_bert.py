@@ -340,6 +340,13 @@ def is_hf_directory(path: Path) -> bool:
     return (path / "config.json").is_file() and any((path / f).is_file() for f in WEIGHT_FILES)
 
 
+def names_hf_model(source: str) -> bool:
+    """Whether `source` names a Hugging Face model: a directory holding one, or a hub name that
+    is no local path (anything else is a zoo run directory or checkpoint)."""
+    path = Path(source).expanduser()
+    return is_hf_directory(path) or (not path.exists() and HUB_NAME.match(source) is not None)
+
+
 def read_weights(directory: Path) -> tuple[dict[str, Tensor], Path]:
     """The state dict of a Hugging Face directory (safetensors preferred) and its file."""
     for name in WEIGHT_FILES:

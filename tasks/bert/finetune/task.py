@@ -26,7 +26,7 @@ from tasks.bert.finetune.data import Batch
 from tasks.bert.finetune.splits import label_set, read_split
 from tasks.bert.hf import load_bert
 from zoo.config import UserError
-from zoo.convert.hf_bert import HUB_NAME, LoadedBert, is_hf_directory
+from zoo.convert.hf_bert import LoadedBert, names_hf_model
 from zoo.convert.hf_bert_heads import BertHeadModel, build_head
 from zoo.convert.pinned import load_pinned_hf_bert
 from zoo.data.documents import Document
@@ -66,8 +66,7 @@ def load_init(model: ModelConfig) -> LoadedBert:
     """The pretrained BERT named by model.init: a Hugging Face directory or hub name (the encoder
     alone is read; its weights checked first when model.init_sha256 pins them), else a BERT
     pretraining run directory or checkpoint of this project."""
-    path = Path(model.init).expanduser()
-    if is_hf_directory(path) or (not path.exists() and HUB_NAME.match(model.init)):
+    if names_hf_model(model.init):
         return load_pinned_hf_bert(model.init, model.init_sha256, key="model.init_sha256", encoder_only=True)
     if model.init_sha256:
         raise UserError(f"model.init_sha256 pins a Hugging Face directory's weights; {model.init} is not one")
