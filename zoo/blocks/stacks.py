@@ -16,6 +16,7 @@ from zoo.blocks.cache import CausalCache, DecoderCache
 from zoo.blocks.layers import DecoderLayer, EncoderLayer, LayerSpec
 from zoo.blocks.masks import causal_mask, local_mask
 from zoo.blocks.norms import build_norm
+from zoo.blocks.packing import RealTokens
 
 
 def stochastic_depth_rates(num_layers: int, max_rate: float) -> list[float]:
@@ -110,8 +111,13 @@ class Encoder(_Stack):
                 every position). A classifier reading one token (ViT's class token) so skips
                 most of its last layer, forward and backward.
         """
+        real = RealTokens.of_padding(pad_mask, x)
+        last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask=pad_mask, queries=outputs if i == len(self.layers) - 1 else None)
+            if i == last and outputs is not None:
+                x = layer(x, mask=pad_mask, queries=outputs)
+            else:
+                x = layer(x, mask=pad_mask, real=real)
         return self._finish(x)
 
 

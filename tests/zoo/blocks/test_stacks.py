@@ -96,13 +96,15 @@ def test_padding_does_not_change_real_positions():
 @pytest.mark.parametrize("pre_norm", [False, True])
 @pytest.mark.parametrize("outputs", [slice(0, 1), slice(2, 5)])
 def test_outputs_computes_the_slice_of_the_full_output_and_its_gradients(pre_norm, outputs):
-    """Only the wanted positions through the last layer: the same values, and the same
-    gradients for the input and every weight (the unwanted positions' outputs are unused)."""
+    """Only the wanted positions through the last layer: the same values at real tokens, and
+    the same gradients for the input and every weight (the unwanted positions' outputs, and
+    padding's, are unused)."""
     enc, _ = make_stacks(pre_norm)
     x = torch.randn(2, 6, D, dtype=torch.float64, requires_grad=True)
     mask = lengths_mask(torch.tensor([6, 4]), 6)
-    full = enc(x, pad_mask=mask)[:, outputs]
-    part = enc(x, pad_mask=mask, outputs=outputs)
+    real = mask[:, 0, 0, outputs, None]
+    full = enc(x, pad_mask=mask)[:, outputs] * real
+    part = enc(x, pad_mask=mask, outputs=outputs) * real
     torch.testing.assert_close(part, full, rtol=0, atol=1e-12)
     weights = torch.randn_like(full)
     params = [x, *enc.parameters()]
