@@ -41,8 +41,7 @@ from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.output import add_out_option
 from bench.tables import RATE, RATIO, Column
 from bench.tables import markdown as table
-from bench.timing import interleaved_medians, run_meta
-from bench.translation_speed import cpu, cpu_model
+from bench.timing import cpu, cpu_model, interleaved_medians, run_meta
 from zoo.convert.hf_gpt2 import hf_model_of
 from zoo.decode import GenerationConfig, generate
 from zoo.models.gpt import GPT, GPTModelConfig, build_gpt

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -52,6 +53,18 @@ def hardware() -> str:
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
     return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+
+
+def cpu() -> str:
+    """The head of `lscpu`: model, cores, caches, flags."""
+    return subprocess.run("lscpu | head -20", shell=True, capture_output=True, text=True).stdout
+
+
+def cpu_model() -> str:
+    return next(
+        (line.split(":", 1)[1].strip() for line in cpu().splitlines() if line.startswith("Model name")),
+        "unknown CPU",
+    )
 
 
 def peer_arguments(

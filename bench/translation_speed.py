@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, replace
@@ -47,7 +46,7 @@ from transformers import MarianConfig, MarianMTModel
 
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.output import add_out_option
-from bench.timing import hardware, interleaved_medians, synced
+from bench.timing import cpu, cpu_model, hardware, interleaved_medians, synced
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search
 from zoo.models import ModelConfig, build_model
@@ -458,17 +457,6 @@ def profile(preset: Preset, path: Path, run: str = "") -> None:
 
 def command() -> str:
     return "python -m bench.translation_speed " + " ".join(sys.argv[1:])
-
-
-def cpu() -> str:
-    return subprocess.run("lscpu | head -20", shell=True, capture_output=True, text=True).stdout
-
-
-def cpu_model() -> str:
-    return next(
-        (line.split(":", 1)[1].strip() for line in cpu().splitlines() if line.startswith("Model name")),
-        "unknown CPU",
-    )
 
 
 def ratios(speed: dict[str, float]) -> dict[str, dict[str, float]]:

@@ -36,14 +36,17 @@ def cross_attention_weights(model: nn.Module, src_ids: Tensor, hyp_ids: Tensor) 
     """(layers, heads, T, S) cross-attention weights of one teacher-forced decode.
 
     Args:
-        model: a Transformer (zoo.models.encoder_decoder) in eval mode.
+        model: an encoder-decoder in eval mode whose `decoder` holds its cross-attention modules,
+            named `cross_attn` (zoo.models.encoder_decoder, zoo.models.recurrent_seq2seq).
         src_ids: (S,) source ids.
         hyp_ids: (T,) decoder input: BOS followed by the hypothesis.
     """
     with attention_maps(model.decoder) as maps:
         memory, memory_mask = model.encode(src_ids[None])
         model.decode(hyp_ids[None], memory, memory_mask)
-    return torch.stack([maps[f"layers.{i}.cross_attn"][0][0] for i in range(len(model.decoder.layers))])
+    # A Transformer layer attends once for the whole target, a recurrent decoder once per step.
+    layers = [calls for name, calls in maps.items() if name.split(".")[-1] == "cross_attn"]
+    return torch.stack([torch.cat(calls, dim=2)[0] for calls in layers])
 
 
 def plot_cross_attention(

@@ -1,6 +1,7 @@
 """The shared core every zoo model is assembled from."""
 
 from zoo.blocks.attention import MultiHeadAttention, attention_maps, attention_reference
+from zoo.blocks.attention_scores import SCORES, AdditiveScore
 from zoo.blocks.cache import CausalCache, DecoderCache, DecoderLayerCache, KVCache
 from zoo.blocks.dropout import Dropout
 from zoo.blocks.embeddings import SequenceEmbedding, TokenEmbedding
@@ -21,6 +22,8 @@ __all__ = [
     "MIXERS",
     "NORMS",
     "POSITIONS",
+    "SCORES",
+    "AdditiveScore",
     "CausalCache",
     "CausalStack",
     "ConcatPositions",

@@ -1,12 +1,12 @@
 """Scaled dot-product attention (the paper's eq. 1) and multi-head attention (eq. 2-3).
 
-Shape key: B batch, T query length, S key length, H heads, Dh head dim, D model dim.
+Shape key: B batch, T query length, S key length, H heads, Dh head dim (of values, D / H), Dk
+head dim of queries and keys (Dh unless `key_dim` says otherwise), D model dim.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
+from zoo.blocks.attention_scores import SCORES, AdditiveScore, dot_scores
 from zoo.blocks.beam_cache import BeamKVCache
 from zoo.blocks.kv_cache import KVCache
 
@@ -25,21 +26,32 @@ sequence) take the written-out path in eval mode."""
 
 
 def attention_reference(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, is_causal: bool = False
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    is_causal: bool = False,
+    *,
+    score_fn: Callable[[Tensor, Tensor], Tensor] = dot_scores,
+    dropout: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
-    """softmax(q k^T / sqrt(Dh)) v written out, returning the weights too.
+    """softmax(q k^T / sqrt(Dk)) v written out, returning the weights (before dropout) too.
 
     The fused kernel computes the same thing without materialising the weights; this form serves
-    as the test reference and for attention maps.
+    as the test reference, for attention maps, and for scores the kernel does not know.
+
+    Args:
+        score_fn: (q, k) -> the scores (.., T, S) before masking (zoo.blocks.attention_scores).
+        dropout: dropout on the weights (pass 0 outside training).
     """
-    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # scaling the smaller side
+    scores = score_fn(q, k)
     if is_causal:
         causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
         mask = causal if mask is None else mask & causal
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
-    return weights @ v, weights
+    return (F.dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -54,33 +66,56 @@ class MultiHeadAttention(nn.Module):
       self-attention passes a `BeamKVCache`, whose mask picks each row's history
 
     `forward` reads in three steps, one path at a time: the projections (`_self_qkv` or
-    `_cross_qkv`), the core (`_attend`: written out while recording maps or for a few decoding
-    queries, SDPA otherwise), and the merged heads' output projection.
+    `_cross_qkv`), the core (`_attend`: written out while recording maps, for a few decoding
+    queries or for a score the fused kernel lacks, SDPA otherwise), and the merged heads' output
+    projection.
 
-    The q/k/v projections live in one (3D, D) weight, the layout of `nn.MultiheadAttention`'s
-    `in_proj_weight`: self-attention runs one fused matmul, cross-attention splits it in two.
+    The q/k/v projections live in one (2 H Dk + D, D) weight, q, k and v rows in that order: with
+    Dk = Dh, the (3D, D) layout of `nn.MultiheadAttention`'s `in_proj_weight`. Self-attention runs
+    one fused matmul, cross-attention splits it in two.
 
     Args:
         dim: model width D.
         num_heads: H; must divide `dim`.
         dropout: dropout on the attention weights (training only).
         bias: whether the projections have biases.
+        score: a key of zoo.blocks.attention_scores.SCORES: "scaled_dot" (the paper), "dot"
+            (without 1/sqrt(Dk)) or "additive" (Bahdanau's, written out: no fused kernel).
+        key_dim: Dk, the per-head width of queries and keys (the paper's d_k, Table 3 row B);
+            None = D / H. Values keep Dh = D / H.
     """
 
-    def __init__(self, dim: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        *,
+        dropout: float = 0.0,
+        bias: bool = True,
+        score: str = "scaled_dot",
+        key_dim: int | None = None,
+    ) -> None:
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"dim {dim} is not divisible by num_heads {num_heads}")
+        if score not in SCORES:
+            raise ValueError(f"unknown score {score!r}; choose from {sorted(SCORES)}")
+        if key_dim is not None and key_dim < 1:
+            raise ValueError(f"key_dim must be at least 1 or None, got {key_dim}")
         self.dim, self.num_heads, self.head_dim = dim, num_heads, dim // num_heads
+        self.key_dim = key_dim or self.head_dim
+        self.qkv_sizes = (num_heads * self.key_dim, num_heads * self.key_dim, dim)
         self.dropout = dropout
-        self.qkv_proj = nn.Linear(dim, 3 * dim, bias=bias)
+        self.score = score
+        self.additive = AdditiveScore(num_heads, self.key_dim) if score == "additive" else None
+        self.qkv_proj = nn.Linear(dim, sum(self.qkv_sizes), bias=bias)
         self.out_proj = nn.Linear(dim, dim, bias=bias)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         # "b t (h d) -> b h t d" as a view and a transpose: on every decoding step, where einops'
         # per-call cost (~5-10 us) showed (bench/results/refactor_cache_einops.md)
-        b, t, _ = x.shape
-        return x.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
+        b, t, width = x.shape
+        return x.view(b, t, self.num_heads, width // self.num_heads).transpose(1, 2)
 
     def _merge_heads(self, out: Tensor, rows: int | None = None) -> Tensor:
         """(n, H, g T, Dh) outputs of `rows` = g n query rows grouped as in `_group_rows` (g = 1
@@ -93,10 +128,12 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(out.reshape(rows, t, heads * head_dim))
 
     def _bias(self, part: int) -> Tensor | None:
+        """The bias of the queries (part 0) or of the keys and values (part 1)."""
         bias = self.qkv_proj.bias
         if bias is None:
             return None
-        return bias[: self.dim] if part == 0 else bias[self.dim :]
+        queries = self.qkv_sizes[0]
+        return bias[:queries] if part == 0 else bias[queries:]
 
     def forward(
         self,
@@ -132,13 +169,17 @@ class MultiHeadAttention(nn.Module):
         return self._merge_heads(out, rows)
 
     def _self_qkv(self, x: Tensor, cache: KVCache | BeamKVCache | None) -> tuple[Tensor, Tensor, Tensor]:
-        """Self-attention: q, k, v (B, H, T, Dh) from one fused projection; with a cache, the
-        keys/values of every step so far (zoo.blocks.kv_cache, or zoo.blocks.beam_cache)."""
-        # "b t (three h d) -> three b h t d" as a view and a permute: it runs on every decoding
-        # step, where einops' per-call cost showed (a GPT decode step's profile, bench/gpt_speed.py)
+        """Self-attention: q, k (B, H, T, Dk) and v (B, H, T, Dh) from one fused projection; with
+        a cache, the keys/values of every step so far (zoo.blocks.kv_cache, or
+        zoo.blocks.beam_cache)."""
         b, t, _ = x.shape
-        qkv = self.qkv_proj(x).view(b, t, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.unbind(0)
+        qkv = self.qkv_proj(x)
+        if self.key_dim == self.head_dim:
+            # "b t (three h d) -> three b h t d" as a view and a permute: it runs on every decoding
+            # step, where einops' per-call cost showed (a GPT decode step's profile, bench/gpt_speed.py)
+            q, k, v = qkv.view(b, t, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        else:
+            q, k, v = (self._split_heads(z) for z in qkv.split(self.qkv_sizes, dim=-1))
         if cache is not None:
             k, v = cache.append(k, v)
         return q, k, v
@@ -146,15 +187,16 @@ class MultiHeadAttention(nn.Module):
     def _cross_qkv(
         self, x: Tensor, context: Tensor | None, cache: KVCache | None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Cross-attention: q (B, H, T, Dh) from x, keys/values (n, H, S, Dh) from `context`,
-        or from the cache once the first step has filled it (zoo.blocks.kv_cache)."""
-        q = self._split_heads(F.linear(x, self.qkv_proj.weight[: self.dim], self._bias(0)))
+        """Cross-attention: q (B, H, T, Dk) from x, keys (n, H, S, Dk) and values (n, H, S, Dh)
+        from `context`, or from the cache once the first step has filled it (zoo.blocks.kv_cache)."""
+        queries = self.qkv_sizes[0]
+        q = self._split_heads(F.linear(x, self.qkv_proj.weight[:queries], self._bias(0)))
         if cache is not None and not cache.is_empty:
             return q, cache.keys, cache.values
         if context is None:
             raise ValueError("cross-attention needs `context` until its cache is filled")
-        kv = F.linear(context, self.qkv_proj.weight[self.dim :], self._bias(1))
-        k, v = rearrange(kv, "b s (two h d) -> two b h s d", two=2, h=self.num_heads).unbind(0)
+        kv = F.linear(context, self.qkv_proj.weight[queries:], self._bias(1))
+        k, v = (self._split_heads(z) for z in kv.split(self.qkv_sizes[1:], dim=-1))
         if cache is not None:
             cache.set(k, v)
         return q, k, v
@@ -162,20 +204,33 @@ class MultiHeadAttention(nn.Module):
     def _attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, rows: int
     ) -> Tensor:
-        """softmax(q k^T / sqrt(Dh)) v on (n, H, T', Dh) queries (`rows` query rows grouped by
+        """softmax(scores(q, k)) v on (n, H, T', Dk) queries (`rows` query rows grouped by
         `_group_rows`), by the path that is fastest or that the caller needs."""
         maps = _RECORDING.get().get(self)
         if maps is not None:  # attention maps: the weights written out, per query row
-            out, weights = attention_reference(q, k, v, mask, is_causal)
+            out, weights = attention_reference(q, k, v, mask, is_causal, score_fn=self._scores)
             maps.append(rearrange(weights, "n h (g t) s -> (n g) h t s", g=rows // q.shape[0]))
             return out
-        if q.shape[2] <= FEW_QUERIES and not self.training:
-            # Decoding steps: a few queries per sequence. Three plain products beat the fused
-            # kernel here (about 8% of a beam search's time on the small bench preset).
-            return attention_reference(q, k, v, mask, is_causal)[0]
+        dropout = self.dropout if self.training else 0.0
+        if self.additive is not None or (q.shape[2] <= FEW_QUERIES and not self.training):
+            # The additive score has no fused kernel. Decoding steps (a few queries per sequence):
+            # three plain products beat the kernel (about 8% of a beam search's time on the small
+            # bench preset).
+            return attention_reference(q, k, v, mask, is_causal, score_fn=self._scores, dropout=dropout)[0]
         return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0
+            q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=dropout, scale=self._scale
         )
+
+    def _scores(self, q: Tensor, k: Tensor) -> Tensor:
+        """The scores (n, H, T', S) of this module's `score`, before masking."""
+        if self.additive is not None:
+            return self.additive(q, k)
+        return dot_scores(q, k, scaled=self.score == "scaled_dot")
+
+    @property
+    def _scale(self) -> float | None:
+        """The fused kernel's scale for the dot products (None: its default, 1 / sqrt(Dk))."""
+        return None if self.score == "scaled_dot" else 1.0
 
 
 def _group_rows(q: Tensor, sequences: int) -> Tensor:

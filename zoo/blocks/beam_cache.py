@@ -76,16 +76,16 @@ class BeamKVCache(_Positions):
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Add one step (N, H, 1, Dh) of g = 1 or k rows per source; return all keys/values,
-        (n, H, t k, Dh)."""
-        rows, heads, steps, head_dim = k.shape
+        (n, H, t k, Dh) (keys of a narrower `key_dim` keep their own width)."""
+        rows, heads, steps, key_dim = k.shape
         if steps != 1:
             raise ValueError(f"a beam cache takes one step at a time, not {steps}")
         if self._kt is None or self.length == self._v.shape[2]:
-            self._grow(k)
+            self._grow(k, v)
         sources = self._v.shape[0]
         g = rows // sources
-        self._kt[:, :, :, self.length, :g] = k.view(sources, g, heads, head_dim).permute(0, 2, 3, 1)
-        self._v[:, :, self.length, :g] = v.view(sources, g, heads, head_dim).transpose(1, 2)
+        self._kt[:, :, :, self.length, :g] = k.view(sources, g, heads, key_dim).permute(0, 2, 3, 1)
+        self._v[:, :, self.length, :g] = v.view(sources, g, heads, v.shape[3]).transpose(1, 2)
         if g < self._v.shape[3]:
             # The first step (one row per source) leaves slots g..k-1 unwritten; they are masked,
             # but a zero weight times a NaN left in fresh memory is still NaN.
@@ -94,14 +94,14 @@ class BeamKVCache(_Positions):
         self._rows, self.length = rows, self.length + 1
         return self.keys, self.values
 
-    def _grow(self, k: Tensor) -> None:
+    def _grow(self, k: Tensor, v: Tensor) -> None:
         # Not zero-filled (the fill cost 2-3% of a beam search on the small bench preset): every
         # slot is written before it is read (see `append`).
         sources = k.shape[0] if self._v is None else self._v.shape[0]
         capacity = max(16, 2 * self.length)
-        beams, heads, head_dim = self.history.beams, k.shape[1], k.shape[3]
-        new_kt = k.new_empty(sources, heads, head_dim, capacity, beams)
-        new_v = k.new_empty(sources, heads, capacity, beams, head_dim)
+        beams, heads = self.history.beams, k.shape[1]
+        new_kt = k.new_empty(sources, heads, k.shape[3], capacity, beams)
+        new_v = v.new_empty(sources, heads, capacity, beams, v.shape[3])
         if self._kt is not None:
             new_kt[:, :, :, : self.length] = self._kt[:, :, :, : self.length]
             new_v[:, :, : self.length] = self._v[:, :, : self.length]

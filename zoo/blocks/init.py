@@ -1,8 +1,9 @@
 """The paper's initialisation, as in tensor2tensor and fairseq.
 
-Linear weights Xavier-uniform (q, k and v projections each on their own square block, so the
-fused (3D, D) weight gets the same scale as three separate projections), biases zero, norms one
-and zero; token embeddings keep N(0, D^-1/2) from TokenEmbedding.
+Linear weights Xavier-uniform (q, k and v projections each on their own block, so the fused
+(3D, D) weight gets the same scale as three separate projections), biases zero, norms one and
+zero; token embeddings keep N(0, D^-1/2) from TokenEmbedding, and an additive attention score
+(zoo.blocks.attention_scores) its own initialisation.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from zoo.blocks.embeddings import TokenEmbedding
 @torch.no_grad()
 def init_transformer_(model: nn.Module) -> nn.Module:
     """Re-initialise every Linear, MultiHeadAttention, norm and TokenEmbedding of `model`."""
-    qkv_weights = {id(m.qkv_proj.weight) for m in model.modules() if isinstance(m, MultiHeadAttention)}
+    qkv_sizes = {
+        id(m.qkv_proj.weight): m.qkv_sizes for m in model.modules() if isinstance(m, MultiHeadAttention)
+    }
     for module in model.modules():
         if isinstance(module, nn.Linear):
-            blocks = module.weight.chunk(3, dim=0) if id(module.weight) in qkv_weights else [module.weight]
+            sizes = qkv_sizes.get(id(module.weight))
+            blocks = module.weight.split(sizes, dim=0) if sizes else [module.weight]
             for block in blocks:
                 nn.init.xavier_uniform_(block)
         elif isinstance(module, TokenEmbedding):

@@ -14,12 +14,14 @@ from timm.layers import DropPath
 from torch import Tensor, nn
 
 from zoo.blocks.attention import MultiHeadAttention
+from zoo.blocks.attention_scores import SCORES
 from zoo.blocks.cache import DecoderLayerCache
 from zoo.blocks.dropout import Dropout
 from zoo.blocks.ffn import ACTIVATIONS, FeedForward
 from zoo.blocks.kv_cache import KVCache
 from zoo.blocks.local_attention import LocalAttention
 from zoo.blocks.norms import NORMS, build_norm
+from zoo.blocks.packing import RealTokens
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class LayerSpec:
         norm: a key of NORMS ("layer" | "rms"). norm_eps: its epsilon (BERT 1e-12, ViT 1e-6).
         pre_norm: pre-norm residuals instead of the paper's post-norm (BERT is post-norm).
         window: restricted self-attention half-width (LocalAttention); None = full attention.
+        attention_score: a key of SCORES ("scaled_dot" the paper, "dot", "additive"), for every
+            attention of the layer. key_dim: per-head width of queries and keys (None = dim /
+            num_heads). Restricted attention takes neither.
         bias: biases in the linear layers.
         drop_path: stochastic-depth rate of this layer (stacks set it per layer from their
             `drop_path_rate`).
@@ -50,15 +55,25 @@ class LayerSpec:
     norm_eps: float = 1e-5
     pre_norm: bool = False
     window: int | None = None
+    attention_score: str = "scaled_dot"
+    key_dim: int | None = None
     bias: bool = True
     drop_path: float = 0.0
 
     def __post_init__(self) -> None:
-        for name, value, table in (("activation", self.activation, ACTIVATIONS), ("norm", self.norm, NORMS)):
+        for name, value, table in (
+            ("activation", self.activation, ACTIVATIONS),
+            ("norm", self.norm, NORMS),
+            ("attention_score", self.attention_score, SCORES),
+        ):
             if value not in table:
                 raise ValueError(f"unknown {name} {value!r}; choose from {sorted(table)}")
         if self.window is not None and self.window < 0:
             raise ValueError(f"window must be >= 0 or None, got {self.window}")
+        if self.window is not None and (self.attention_score != "scaled_dot" or self.key_dim is not None):
+            raise ValueError(
+                "restricted attention (window) takes the scaled dot product at dim / num_heads only"
+            )
 
     def residual(self) -> Residual:
         return Residual(
@@ -79,7 +94,14 @@ class LayerSpec:
         )
 
     def cross_attention(self) -> MultiHeadAttention:
-        return MultiHeadAttention(self.dim, self.num_heads, dropout=self.attn_dropout, bias=self.bias)
+        return MultiHeadAttention(
+            self.dim,
+            self.num_heads,
+            dropout=self.attn_dropout,
+            bias=self.bias,
+            score=self.attention_score,
+            key_dim=self.key_dim,
+        )
 
     def feed_forward(self) -> FeedForward:
         return FeedForward(
@@ -140,12 +162,15 @@ class EncoderLayer(nn.Module):
         is_causal: bool = False,
         cache: KVCache | None = None,
         queries: slice | None = None,
+        real: RealTokens | None = None,
     ) -> Tensor:
         """mask: bool, True = may attend (with a window: a key padding mask (B, 1, 1, S)).
         is_causal, cache: as for MultiHeadAttention (a decoder-only stack's causal layers).
 
         `queries`: compute only these positions' outputs, (B, S', D); they still attend to every
         position (the sublayers act per position, so the result is the full output's slice).
+        `real`: run the feed-forward sublayer on these positions alone (zoo.blocks.packing);
+        not with `queries`.
         """
         if queries is None:
             x = self.self_attn_res(
@@ -159,6 +184,9 @@ class EncoderLayer(nn.Module):
             if mask is not None and mask.shape[-2] > 1:  # a mask per query row: keep the rows asked for
                 mask = mask[..., queries, :]
             x = res(x[:, queries], lambda h: self.self_attn(h, context, mask=mask))
+        # drop path draws one decision per sequence, and packed tokens are no longer in sequences
+        if real is not None and isinstance(self.ffn_res.drop_path, nn.Identity):
+            return real.apply(lambda h: self.ffn_res(h, self.ffn), x)
         return self.ffn_res(x, self.ffn)
 
 

@@ -20,7 +20,9 @@ What maps onto what: post-norm or pre-norm residuals (with the pre-norm stacks' 
 LayerNorm or RMSNorm and its epsilon, ReLU or GELU, the position table itself (sinusoidal or
 learned: written out, so no layout convention has to agree), the sqrt(D) embedding scale, and
 the embeddings shared by source, target and output projection. Restricted self-attention
-(model.window) has no CTranslate2 counterpart and is refused.
+(model.window), a score other than the scaled dot product (model.attention_score) and query/key
+heads narrower or wider than the values (model.key_dim) have no CTranslate2 counterpart and are
+refused, as is the recurrent baseline (model.arch=rnn).
 
 `write_ctranslate2_gpt` writes a Generator's directory for the language model (the same blocks,
 with the learned position table, the final norm and the output projection tied to the token
@@ -46,6 +48,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from zoo.blocks import MultiHeadAttention
 from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
@@ -163,17 +166,35 @@ def search_options(
     }
 
 
+def _refuse_unmapped(model: Transformer) -> None:
+    """One line naming the config key of the first attention variant CTranslate2 lacks."""
+    if model.encoder.window is not None or model.decoder.window is not None:
+        raise UserError("model.window (restricted self-attention) has no CTranslate2 counterpart")
+    for attn in (m for m in model.modules() if isinstance(m, MultiHeadAttention)):
+        if attn.score != "scaled_dot":
+            raise UserError(
+                f"model.attention_score={attn.score} has no CTranslate2 counterpart (scaled_dot only)"
+            )
+        if attn.key_dim != attn.head_dim:
+            raise UserError(
+                f"model.key_dim={attn.key_dim} (queries and keys narrower or wider than the values' "
+                f"{attn.head_dim}) has no CTranslate2 counterpart"
+            )
+
+
 def ctranslate2_spec(model: Transformer, pieces: list[str]):
     """The CTranslate2 TransformerSpec holding `model`'s weights, over the vocabulary `pieces`
     (id order; one joint vocabulary for source and target).
 
     Raises:
-        UserError: without the ctranslate2 package, or for restricted self-attention.
+        UserError: without the ctranslate2 package, or for a model it cannot represent (see
+            `_refuse_unmapped`).
     """
+    if not isinstance(model, Transformer):  # the recurrent baseline (model.arch=rnn)
+        raise UserError(f"model.arch=rnn ({type(model).__name__}) has no CTranslate2 counterpart")
+    _refuse_unmapped(model)
     specs = _ctranslate2().specs
     first = model.encoder.layers[0]
-    if model.encoder.window is not None or model.decoder.window is not None:
-        raise UserError("model.window (restricted self-attention) has no CTranslate2 counterpart")
     norm = first.ffn_res.norm
     spec = specs.TransformerSpec.from_config(
         (len(model.encoder.layers), len(model.decoder.layers)),
@@ -218,7 +239,7 @@ def write_ctranslate2(
 
     Raises:
         UserError: without the ctranslate2 package, or for a model CTranslate2 cannot represent
-            (restricted self-attention).
+            (restricted self-attention, another attention score or key width).
     """
     output = Path(output)
     spec = ctranslate2_spec(model, tokenizer.pieces(range(tokenizer.vocab_size)))

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from zoo.blocks import ACTIVATIONS, NORMS, POSITIONS
+from zoo.blocks import ACTIVATIONS, NORMS, POSITIONS, SCORES
 from zoo.config import Invalid
 
-CHOICES = {"activation": ACTIVATIONS, "norm": NORMS, "positions": POSITIONS}
+CHOICES = {"activation": ACTIVATIONS, "norm": NORMS, "positions": POSITIONS, "attention_score": SCORES}
 POSITIVE = (
     "dim",
     "num_heads",
@@ -31,7 +31,8 @@ def check_model_values(cfg: Any) -> None:
 
     Covers the fields `cfg` has among: the POSITIVE sizes, `num_heads` dividing `dim`, every
     `*dropout` and `drop_path_rate` in [0, 1), the table choices (activation, norm,
-    positions), and `window` >= 1 when set.
+    positions, attention_score), `window` and `key_dim` >= 1 when set, and restricted attention
+    (`window`) only with the default score and key width.
     """
     values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
     for key in POSITIVE:
@@ -47,3 +48,13 @@ def check_model_values(cfg: Any) -> None:
             raise Invalid(key, f"{values[key]!r} is not one of {', '.join(table)}")
     if values.get("window") is not None and values["window"] < 1:
         raise Invalid("window", f"must be at least 1 (or null for full attention), not {values['window']}")
+    if values.get("key_dim") is not None and values["key_dim"] < 1:
+        raise Invalid("key_dim", f"must be at least 1 (or null for dim / num_heads), not {values['key_dim']}")
+    if values.get("window") is not None:
+        for key, default in (("attention_score", "scaled_dot"), ("key_dim", None)):
+            if values.get(key, default) != default:
+                raise Invalid(
+                    key,
+                    f"{values[key]!r} does not combine with window (restricted attention is scaled_dot "
+                    "at dim / num_heads)",
+                )

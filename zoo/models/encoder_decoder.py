@@ -32,9 +32,10 @@ from zoo.blocks import (
     init_transformer_,
     padding_mask,
 )
-from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 from zoo.config import UserError
 from zoo.models.checks import check_model_values
+from zoo.models.recurrent_seq2seq import RecurrentSeq2Seq, build_recurrent_seq2seq, check_arch_values
+from zoo.models.seq2seq import Seq2Seq, output_projection
 
 
 @dataclass
@@ -72,12 +73,40 @@ class ModelConfig:
             "help": "restricted self-attention: each position sees +-window positions (None = full attention)"
         },
     )
+    attention_score: str = field(
+        default="scaled_dot",
+        metadata={
+            "help": "every attention's score: scaled_dot (the paper, q.k / sqrt(d_k)) | dot (unscaled) | "
+            "additive (Bahdanau et al.: w . tanh(q + k), written out, slower and larger)"
+        },
+    )
+    key_dim: int | None = field(
+        default=None,
+        metadata={
+            "help": "per-head width d_k of queries and keys (the paper's Table 3 row B); values keep "
+            "dim / num_heads (None = dim / num_heads)"
+        },
+    )
+    arch: str = field(
+        default="transformer",
+        metadata={
+            "help": "transformer | rnn: the recurrent baseline with additive attention "
+            "(zoo.models.recurrent_seq2seq), which reads dim (embeddings), rnn_dim, cell, the layer "
+            "counts, dropout, attn_dropout, max_len and share_embeddings"
+        },
+    )
+    cell: str = field(default="gru", metadata={"help": "arch rnn: the recurrent cell, gru | lstm | rnn"})
+    rnn_dim: int = field(
+        default=512,
+        metadata={"help": "arch rnn: the decoder state's width (the encoder's: half per direction)"},
+    )
 
     def check(self) -> None:
         check_model_values(self)
+        check_arch_values(self)
 
 
-class Transformer(nn.Module):
+class Transformer(Seq2Seq):
     """Encoder-decoder Transformer: source ids (B, S) and target input ids (B, T) -> logits (B, T, V).
 
     Targets are right-padded (the decoder's causal mask then keeps real positions off padding);
@@ -129,16 +158,6 @@ class Transformer(nn.Module):
         scales = getattr(self.src_embed, "lr_scales", dict)()
         return {f"src_embed.{prefix}": scale for prefix, scale in scales.items()}
 
-    def decode(
-        self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: DecoderCache | None = None
-    ) -> Tensor:
-        """tgt_in (B, T) -> logits (B, T, V).
-
-        With a cache, `tgt_in` holds only the new tokens (positions cache.offset..), and `memory`
-        is needed only on the first call, which fills the cross-attention caches.
-        """
-        return self.output(self.decoder_states(tgt_in, memory, memory_mask, cache))
-
     def decoder_states(
         self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: DecoderCache | None = None
     ) -> Tensor:
@@ -157,31 +176,12 @@ class Transformer(nn.Module):
             return self.decoder.new_cache()
         return DecoderCache.empty(len(self.decoder.layers), beams=beams)
 
-    def forward(
-        self,
-        src: Tensor,
-        tgt_in: Tensor,
-        targets: Tensor | None = None,
-        *,
-        smoothing: float = 0.0,
-        source: Any = None,
-    ) -> Tensor | LossSums:
-        """Teacher-forced logits (B, T, V) of the next target tokens; or, given `targets` (B, T)
-        (padding = the model's pad id), the sums of their label-smoothed loss, NLL and count,
-        with the projection and the loss fused so that no (B, T, V) tensor is ever made (as
-        nanoGPT's forward takes targets; it is here, not in the task, so DDP and torch.compile
-        wrap it). `source` goes to `encode` (what a custom source embedding reads)."""
-        memory, memory_mask = self.encode(src, source)
-        if targets is None:
-            return self.decode(tgt_in, memory, memory_mask)
-        states = self.decoder_states(tgt_in, memory, memory_mask)
-        return linear_cross_entropy(
-            states, self.output.weight, targets, smoothing=smoothing, ignore_index=self.pad_idx
-        )
 
-
-def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_idx: int) -> Transformer:
-    """The Transformer described by `cfg`, freshly initialised as in the paper (tensor2tensor).
+def build_model(
+    cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_idx: int
+) -> Transformer | RecurrentSeq2Seq:
+    """The Transformer described by `cfg`, freshly initialised as in the paper (tensor2tensor);
+    with `arch: rnn`, the recurrent baseline (zoo.models.recurrent_seq2seq) instead.
 
     Linear layers are Xavier-uniform; embeddings (and an untied output projection) are
     N(0, D^-1/2), so the sqrt(D)-scaled embeddings start with unit variance.
@@ -199,6 +199,8 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_
             f"has {src_vocab_size} ids and the target {tgt_vocab_size}; set "
             f"model.share_embeddings=false"
         )
+    if cfg.arch == "rnn":
+        return build_recurrent_seq2seq(cfg, src_vocab_size, tgt_vocab_size, pad_idx)
 
     def embedding(vocab_size: int, tokens: TokenEmbedding | None) -> SequenceEmbedding:
         return SequenceEmbedding(
@@ -222,6 +224,8 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_
         norm=cfg.norm,
         pre_norm=cfg.pre_norm,
         window=cfg.window,
+        attention_score=cfg.attention_score,
+        key_dim=cfg.key_dim,
     )
     src_embed = embedding(src_vocab_size, None)
     tgt_embed = embedding(tgt_vocab_size, src_embed.tokens if cfg.share_embeddings else None)
@@ -231,9 +235,5 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_
     # projection and with it the embeddings, which keep TokenEmbedding's N(0, D^-1/2).
     init_transformer_(encoder)
     init_transformer_(decoder)
-    output = nn.Linear(cfg.dim, tgt_vocab_size, bias=False)
-    if cfg.share_embeddings:
-        output.weight = tgt_embed.tokens.weight
-    else:
-        nn.init.normal_(output.weight, mean=0.0, std=cfg.dim**-0.5)
+    output = output_projection(cfg.dim, tgt_vocab_size, tgt_embed.tokens if cfg.share_embeddings else None)
     return Transformer(src_embed, tgt_embed, encoder, decoder, output, pad_idx=pad_idx, max_len=cfg.max_len)

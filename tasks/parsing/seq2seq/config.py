@@ -37,3 +37,5 @@ class Seq2SeqModelConfig(ModelConfig, ReaderConfig):
         ReaderConfig.check(self)
         if self.share_embeddings:
             raise Invalid("share_embeddings", "the parser reads words and writes symbols: two vocabularies")
+        if self.arch != "transformer":
+            raise Invalid("arch", "the seq2seq parser is the paper's Transformer (arch: transformer)")

@@ -1,0 +1,167 @@
+"""Dot-product against additive attention, and why the dot product is scaled (section 3.2.1).
+
+    python -m bench.studies.scaling [--threads 1] [--out bench/results]
+
+(a) For d_k from 8 to 512, with queries and keys of independent N(0, 1) entries: the variance of
+    q.k (the paper: d_k), and what it does to a softmax over a row of 64 keys with and without
+    1/sqrt(d_k): the mean largest weight, the mean entropy, and the norm of the gradient that
+    reaches the scores through the softmax (for a random upstream gradient on the weights).
+    Seeded; 64,000 scores per d_k; seconds.
+(b) Time and peak memory of zoo's MultiHeadAttention with each score of
+    zoo.blocks.attention_scores (scaled dot product, dot product, additive) at equal sizes,
+    forward and backward, CPU fp32: the contenders timed in turns in one run (bench.timing), peak
+    bytes from the ops' allocations (bench.layers.measure.peak_memory). Seconds too, with (a)
+    about 30 s on one thread of a busy 2-core CPU.
+(c) The trained comparison at the Multi30k study budget (TRAINED_ROWS) runs in
+    bench.studies.variations, not here.
+
+Writes studies_scaling.{json,md} and studies_scaling_{softmax,cost}.png into --out (runs/bench
+unless told; bench/results to record them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from functools import partial
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bench.layers.measure import forward_backward, peak_memory
+from bench.output import add_out_option
+from bench.studies.scaling_report import plot, write_markdown
+from bench.timing import hardware, interleaved_medians
+from zoo.blocks import SCORES, MultiHeadAttention
+
+NAME = "studies_scaling"
+D_KS = (8, 16, 32, 64, 128, 256, 512)
+ROWS, KEYS = 1000, 64  # a query against 64 keys, 1,000 times: 64,000 scores per d_k
+COST_SIZES = ((64, 16), (64, 64), (256, 16), (256, 64))  # (T, d_k); d_v = d_k, D = H d_k
+BATCH, HEADS = 2, 4
+SEED = 0
+TRAINED_ROWS: dict[str, dict[str, str]] = {score: {"model.attention_score": score} for score in SCORES}
+"""(c) The trained comparison's rows, as overrides of the `multi30k` recipe at the study budget
+(the recipe cut to 800 steps, warm-up 200, cosine to zero, 2 threads): run by
+`python -m bench.studies.variations --rows scores`, which trains and measures them."""
+
+
+def unit_scores(d_k: int, *, rows: int = ROWS, keys: int = KEYS, seed: int = SEED) -> Tensor:
+    """Unscaled scores q.k (rows, keys), float64: each row one query against `keys` keys, every
+    entry of q and k drawn independently from N(0, 1)."""
+    generator = torch.Generator().manual_seed(seed)
+    chunks = []
+    for start in range(0, rows, 100):  # 100 rows at a time: the keys of d_k 512 stay ~26 MB
+        n = min(100, rows - start)
+        q = torch.randn(n, 1, d_k, generator=generator, dtype=torch.float64)
+        k = torch.randn(n, keys, d_k, generator=generator, dtype=torch.float64)
+        chunks.append((q @ k.transpose(1, 2))[:, 0])
+    return torch.cat(chunks)
+
+
+def saturation(scores: Tensor) -> dict[str, float]:
+    """The softmax over each row: the mean largest weight (1/keys when uniform, 1 when one-hot)
+    and the mean entropy in nats (log keys when uniform, 0 when one-hot)."""
+    weights = scores.softmax(dim=-1)
+    entropy = -torch.special.xlogy(weights, weights).sum(dim=-1)
+    return {"max_weight": weights.max(dim=-1).values.mean().item(), "entropy": entropy.mean().item()}
+
+
+def score_gradients(scores: Tensor, *, seed: int = SEED) -> Tensor:
+    """Per row, the norm of d loss / d scores through the softmax, for loss = g . softmax(scores)
+    with g a random N(0, 1) upstream gradient on the weights: what the scores, and through them the
+    queries and keys, get to learn from."""
+    scores = scores.detach().requires_grad_()
+    upstream = torch.randn(scores.shape, generator=torch.Generator().manual_seed(seed), dtype=scores.dtype)
+    (scores.softmax(dim=-1) * upstream).sum().backward()
+    return scores.grad.norm(dim=-1)
+
+
+def softmax_row(d_k: int) -> dict[str, Any]:
+    """(a) at one d_k: variance, saturation and gradients, unscaled and scaled."""
+    raw = unit_scores(d_k)
+    row: dict[str, Any] = {"d_k": d_k}
+    for name, scores in (("unscaled", raw), ("scaled", raw / math.sqrt(d_k))):
+        gradients = score_gradients(scores)
+        row[name] = {
+            "variance": scores.var().item(),
+            **saturation(scores),
+            "grad_norm_mean": gradients.mean().item(),
+            "grad_norm_median": gradients.median().item(),
+        }
+    return row
+
+
+def cost_row(length: int, d_k: int, *, repeats: int) -> dict[str, Any]:
+    """(b) at one size: median seconds of a forward and backward per score (timed in turns) and
+    the peak bytes the ops allocate, self-attention over (BATCH, length, HEADS d_k) inputs."""
+    torch.manual_seed(SEED)
+    x = torch.randn(BATCH, length, HEADS * d_k, requires_grad=True)
+    modules = {score: MultiHeadAttention(HEADS * d_k, HEADS, score=score) for score in SCORES}
+    steps = {score: partial(forward_backward, module, x) for score, module in modules.items()}
+    seconds = interleaved_medians(steps, repeats=repeats)
+    return {
+        "T": length,
+        "d_k": d_k,
+        "seconds": seconds,
+        "peak_bytes": {score: peak_memory(module, x) for score, module in modules.items()},
+    }
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.studies.scaling",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (1: steadier timings on a shared CPU)"
+    )
+    parser.add_argument("--repeats", type=int, default=15, help="timing rounds per size in (b)")
+    add_out_option(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = arguments(argv)
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    softmax = []
+    for d_k in D_KS:
+        softmax.append(softmax_row(d_k))
+        print(f"(a) d_k {d_k:4d}: var(q.k) {softmax[-1]['unscaled']['variance']:8.1f}", flush=True)
+    cost = []
+    for length, d_k in COST_SIZES:
+        cost.append(cost_row(length, d_k, repeats=args.repeats))
+        ratio = cost[-1]["seconds"]["additive"] / cost[-1]["seconds"]["scaled_dot"]
+        print(f"(b) T {length:4d} d_k {d_k:3d}: additive / scaled_dot time {ratio:5.1f}x", flush=True)
+    record = {
+        "command": " ".join(["python -m bench.studies.scaling", *(sys.argv[1:] if argv is None else argv)]),
+        "hardware": hardware(),
+        "torch": torch.__version__,
+        "setup": {
+            "rows": ROWS,
+            "keys": KEYS,
+            "seed": SEED,
+            "batch": BATCH,
+            "heads": HEADS,
+            "threads": args.threads,
+            "repeats": args.repeats,
+        },
+        "softmax": softmax,
+        "cost": cost,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{NAME}.json").write_text(json.dumps(record, indent=1) + "\n")
+    for path in [*plot(record, args.out, NAME), write_markdown(record, args.out, NAME)]:
+        print(f"wrote {path}")
+    return record
+
+
+if __name__ == "__main__":
+    main()
