@@ -12,8 +12,8 @@
     forward and backward, CPU fp32: the contenders timed in turns in one run (bench.timing), peak
     bytes from the ops' allocations (bench.layers.measure.peak_memory). Seconds too, with (a)
     about 30 s on one thread of a busy 2-core CPU.
-(c) The trained comparison at the Multi30k study budget (TRAINED_ROWS) runs in
-    bench.studies.variations, not here.
+(c) The trained comparison at the Multi30k study budget runs as the `scores` rows of
+    bench.studies.variations (`--rows scores`), not here.
 
 Writes studies_scaling.{json,md} and studies_scaling_{softmax,cost}.png into --out (runs/bench
 unless told; bench/results to record them).
@@ -44,10 +44,6 @@ ROWS, KEYS = 1000, 64  # a query against 64 keys, 1,000 times: 64,000 scores per
 COST_SIZES = ((64, 16), (64, 64), (256, 16), (256, 64))  # (T, d_k); d_v = d_k, D = H d_k
 BATCH, HEADS = 2, 4
 SEED = 0
-TRAINED_ROWS: dict[str, dict[str, str]] = {score: {"model.attention_score": score} for score in SCORES}
-"""(c) The trained comparison's rows, as overrides of the `multi30k` recipe at the study budget
-(the recipe cut to 800 steps, warm-up 200, cosine to zero, 2 threads): run by
-`python -m bench.studies.variations --rows scores`, which trains and measures them."""
 
 
 def unit_scores(d_k: int, *, rows: int = ROWS, keys: int = KEYS, seed: int = SEED) -> Tensor:
