@@ -18,6 +18,8 @@ from torch import Tensor, nn
 
 from zoo.blocks.attention_scores import SCORES, AdditiveScore, dot_scores
 from zoo.blocks.beam_cache import BeamKVCache
+from zoo.blocks.dropout import cheap_mask_applies
+from zoo.blocks.dropout import dropout as cheap_dropout
 from zoo.blocks.kv_cache import KVCache
 
 FEW_QUERIES = 8
@@ -51,7 +53,7 @@ def attention_reference(
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
-    return (F.dropout(weights, dropout) if dropout else weights) @ v, weights
+    return (cheap_dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -212,10 +214,16 @@ class MultiHeadAttention(nn.Module):
             maps.append(rearrange(weights, "n h (g t) s -> (n g) h t s", g=rows // q.shape[0]))
             return out
         dropout = self.dropout if self.training else 0.0
-        if self.additive is not None or (q.shape[2] <= FEW_QUERIES and not self.training):
+        if (
+            self.additive is not None
+            or (q.shape[2] <= FEW_QUERIES and not self.training)
+            or (dropout and cheap_mask_applies(q, dropout))
+        ):
             # The additive score has no fused kernel. Decoding steps (a few queries per sequence):
             # three plain products beat the kernel (about 8% of a beam search's time on the small
-            # bench preset).
+            # bench preset). Dropout on the weights on a CPU: the kernel falls back to these same
+            # products with a bernoulli_ mask, which took 14% of a SQuAD fine-tuning step
+            # (bench.bert_finetune_speed, bf16); zoo's cheap mask costs a fraction of it.
             return attention_reference(q, k, v, mask, is_causal, score_fn=self._scores, dropout=dropout)[0]
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=dropout, scale=self._scale

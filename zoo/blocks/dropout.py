@@ -30,6 +30,20 @@ def cpu_keep_mask(shape: torch.Size, p: float) -> Tensor:
     return lanes.ge(round(p * _LEVELS)).reshape(shape)
 
 
+def cheap_mask_applies(x: Tensor, p: float) -> bool:
+    """Whether `dropout` draws its own cheap mask for x (a CPU tensor outside torch.compile)."""
+    return x.device.type == "cpu" and p < 1.0 and not torch.compiler.is_compiling()
+
+
+def dropout(x: Tensor, p: float) -> Tensor:
+    """Training-mode dropout of x with probability p: the cheap mask where it applies, else F.dropout."""
+    if not cheap_mask_applies(x, p):
+        return F.dropout(x, p, training=True)
+    scale = _LEVELS / (_LEVELS - round(p * _LEVELS))
+    # A float mask (not where(), twice as slow here): backward is one multiply by it.
+    return x * cpu_keep_mask(x.shape, p).to(x.dtype).mul_(scale)
+
+
 class Dropout(nn.Module):
     """nn.Dropout's behaviour (zero with probability p, scale the rest by 1 / (1 - p), identity
     in eval mode), with the cheap CPU mask of `cpu_keep_mask`."""
@@ -43,11 +57,7 @@ class Dropout(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
-        if x.device.type != "cpu" or self.p == 1.0 or torch.compiler.is_compiling():
-            return F.dropout(x, self.p, training=True)
-        scale = _LEVELS / (_LEVELS - round(self.p * _LEVELS))
-        # A float mask (not where(), twice as slow here): backward is one multiply by it.
-        return x * cpu_keep_mask(x.shape, self.p).to(x.dtype).mul_(scale)
+        return dropout(x, self.p)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

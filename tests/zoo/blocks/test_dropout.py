@@ -55,3 +55,19 @@ def test_traces_under_torch_compile_without_a_graph_break():
     ).train()
     explained = dynamo.explain(model)(torch.randn(4, 8))
     assert explained.graph_break_count == 0 and explained.graph_count == 1
+
+
+def test_attention_dropout_on_cpu_drops_weights_at_rate_p_and_keeps_the_expectation():
+    """Training attention with dropout on the weights (the written-out path with the cheap mask,
+    key padding included): the mean of many draws is the eval-mode output, and a draw differs."""
+    from zoo.blocks import MultiHeadAttention, lengths_mask
+
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(8, 2, dropout=0.3).double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    mask = lengths_mask(torch.tensor([5, 3]), 5)
+    expected = attn.eval()(x, mask=mask)
+    attn.train()
+    draws = torch.stack([attn(x, mask=mask) for _ in range(4000)])
+    assert not torch.allclose(draws[0], expected, atol=1e-3)
+    torch.testing.assert_close(draws.mean(0), expected, rtol=0, atol=0.03)
