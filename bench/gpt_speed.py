@@ -219,27 +219,33 @@ def agreement(ids: list[list[int]], reference: list[list[int]]) -> float:
 def profile(name: str, p: Preset, threads: int, path: Path, command: str) -> None:
     """torch.profiler key averages of zoo's generate (its prefill, then the decode loop) at each
     batch size, as timed."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as profiler
-
     torch.set_num_threads(threads)
     zoo, _ = models(name, p.vocab, noise=0.3)
-    config = GenerationConfig(max_new_tokens=p.new, min_new_tokens=p.new, eos_id=p.vocab - 1)
-    parts = [
+    header = (
         f"# Profile of zoo.decode.generate (greedy, KV cache), `{command}`\n# preset {name}, "
         f"prompts of {p.prompt} ids, {p.new} new ids each, {threads} thread(s), torch "
         f"{torch.__version__}\n# machine: {cpu_model()}, load average {os.getloadavg()[0]:.1f} at the start\n"
-    ]
+    )
+    path.write_text(header + "\n" + generate_profile(zoo, p))
+
+
+def generate_profile(model: torch.nn.Module, p: Preset, row_limit: int = 25) -> str:
+    """torch.profiler key averages of `model`'s generate at each batch size, one section each."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    config = GenerationConfig(max_new_tokens=p.new, min_new_tokens=p.new, eos_id=p.vocab - 1)
+    parts = []
     for batch in BATCHES:
         prompts = random_prompts(p, batch)
-        generate(zoo, prompts, config)
+        generate(model, prompts, config)
         with profiler(activities=[ProfilerActivity.CPU]) as prof:
-            generate(zoo, prompts, config)
+            generate(model, prompts, config)
         averages = prof.key_averages().table(
-            sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=40
+            sort_by="self_cpu_time_total", row_limit=row_limit, max_name_column_width=40
         )
         parts.append(f"## batch {batch}\n\n{averages}\n")
-    path.write_text("\n".join(parts))
+    return "\n".join(parts)
 
 
 TRAIN_COLUMNS = (

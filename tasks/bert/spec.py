@@ -1,6 +1,6 @@
 """BERT pretraining as the shared verbs see it (zoo.verbs): train (masked LM + next sentence),
 evaluate (MLM accuracy and perplexity, NSP accuracy), predict (alias fill-mask), attention
-(every layer and head), export (a Hugging Face BertForPreTraining directory), average.
+(every layer and head), export (a Hugging Face BertForPreTraining directory, or ONNX), average.
 
 RUN may also be a Hugging Face BERT directory or hub name (`load_foreign`): evaluate, fill-mask,
 attention and export read it through zoo.convert.hf_bert.
@@ -16,11 +16,12 @@ from pathlib import Path
 import torch
 
 from tasks.bert.config import BertPretrainingConfig, DataConfig
-from tasks.bert.data import EVAL_SEED, load_documents, make_examples
+from tasks.bert.data import EVAL_SEED, TOKENIZER_FILE, load_documents, make_examples
 from tasks.bert.inference import attention_weights, fill_mask, format_fillers, pair_inputs
 from tasks.bert.task import BertTask, score_examples, tokenizer_of
 from zoo.config import Invalid, UserError
 from zoo.convert.hf_bert import LoadedBert, load_hf_bert, names_hf_model, write_hf_directory
+from zoo.convert.onnx.export import export_bert
 from zoo.data.documents import Document, read_documents
 from zoo.data.paths import resolve_data_dir
 from zoo.data.wordpiece import WordPieceTokenizer
@@ -88,7 +89,8 @@ class BertSpec(TaskSpec):
     default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
     options = BertOptions
     predict_alias = "fill-mask"
-    export_formats = ("hf",)
+    export_formats = ("hf", "onnx")
+    int8 = True
 
     def runner_task(self, cfg: BertPretrainingConfig) -> BertTask:
         return BertTask(cfg)
@@ -205,5 +207,10 @@ class BertSpec(TaskSpec):
 
     # export
     def export(self, loaded: LoadedBertRun, fmt: str, output: Path, options: BertOptions) -> None:
+        if fmt == "onnx":
+            export_bert(loaded.model, output)
+            (output / TOKENIZER_FILE).write_bytes(loaded.tokenizer.to_bytes())
+            print("run model.onnx with onnxruntime (hidden states and the pooled state)", file=sys.stderr)
+            return
         write_hf_directory(loaded.as_hf(), output)
         print("load it with transformers.BertForPreTraining.from_pretrained", file=sys.stderr)

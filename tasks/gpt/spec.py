@@ -1,7 +1,8 @@
 """GPT language modelling as the shared verbs see it (zoo.verbs): train, evaluate (perplexity
 per token and per word, bits per byte, over a sliding window), predict (alias generate: prompts
 to continuations, streamed for one prompt), attention (every layer and head on a prompt),
-export (a Hugging Face GPT2LMHeadModel directory, or CTranslate2's Generator), average.
+export (a Hugging Face GPT2LMHeadModel directory, CTranslate2's Generator, or ONNX with the KV
+cache as inputs and outputs), average.
 
 RUN may also be a Hugging Face GPT-2 directory or hub name (`load_foreign`).
 """
@@ -26,6 +27,7 @@ from zoo.config import Invalid, UserError
 from zoo.convert.ctranslate2 import write_ctranslate2_gpt
 from zoo.convert.hf_bert import names_hf_model
 from zoo.convert.hf_gpt2 import load_hf_gpt2, write_hf_directory
+from zoo.convert.onnx.export import export_gpt
 from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.paths import resolve_data_dir
 from zoo.decode import generate
@@ -91,7 +93,8 @@ class GPTSpec(TaskSpec):
     default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
     options = GPTOptions
     predict_alias = "generate"
-    export_formats = ("hf", "ctranslate2")
+    export_formats = ("hf", "ctranslate2", "onnx")
+    int8 = True
 
     # train
     def runner_task(self, cfg: GPTConfig) -> GPTTask:
@@ -237,6 +240,13 @@ class GPTSpec(TaskSpec):
         if fmt == "hf":
             write_hf_directory(loaded.model, loaded.config, loaded.tokenizer, output)
             print("load it with transformers.GPT2LMHeadModel.from_pretrained", file=sys.stderr)
+            return
+        if fmt == "onnx":
+            export_gpt(loaded.model, output)
+            (output / "tokenizer.json").write_bytes(loaded.tokenizer.to_bytes())
+            print(
+                "run model.onnx with onnxruntime (ids and past keys/values in, logits out)", file=sys.stderr
+            )
             return
         write_ctranslate2_gpt(loaded.model, loaded.tokenizer.tokens(), output, eot_id=loaded.tokenizer.eot_id)
         print("load it with ctranslate2.Generator", file=sys.stderr)

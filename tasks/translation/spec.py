@@ -1,6 +1,6 @@
 """The translation task as the shared verbs see it (zoo.verbs): train, evaluate (sacreBLEU and
-chrF), predict (alias translate), attention (cross-attention heatmaps), export (CTranslate2),
-average."""
+chrF), predict (alias translate), attention (cross-attention heatmaps), export (CTranslate2, or
+ONNX: the encoder and the cached decoder step), average."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from tasks.translation.task import (
     translate_ids,
 )
 from zoo.config import Invalid, UserError
+from zoo.convert.onnx.export import export_translation
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.plot import plot_cross_attention
@@ -129,7 +130,8 @@ class TranslationSpec(TaskSpec):
     config = TranslationConfig
     options = TranslationOptions
     predict_alias = "translate"
-    export_formats = ("ctranslate2",)
+    export_formats = ("ctranslate2", "onnx")
+    int8 = True
 
     def runner_task(self, cfg: TranslationConfig) -> TranslationTask:
         return TranslationTask(cfg)
@@ -200,6 +202,13 @@ class TranslationSpec(TaskSpec):
         return "the cross-attention of the first sentence (rows: its translation, columns: the source)"
 
     def export(self, loaded: Translator, fmt: str, output: Path, options: TranslationOptions) -> None:
+        if fmt == "onnx":
+            if options.quantization:
+                raise UserError("--quantization is CTranslate2's: the ONNX graphs hold float32 weights")
+            export_translation(loaded.model, output)
+            (output / "spm.model").write_bytes(loaded.tokenizer.model)
+            print("decode it with zoo.convert.onnx.runtime.OnnxSeq2Seq (ONNX Runtime)", file=sys.stderr)
+            return
         from zoo.convert.ctranslate2 import write_ctranslate2  # ctranslate2 is an optional peer
 
         if loaded.precision == "bf16" and not options.quantization:

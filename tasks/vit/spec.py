@@ -1,6 +1,6 @@
 """The ViT task as the shared verbs see it (zoo.verbs): train, evaluate (top-1/top-5 and a
 confusion matrix), predict (alias classify: image files or folders -> class and probability),
-attention (attention rollout), export (timm), average."""
+attention (attention rollout), export (timm, or ONNX), average."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from tasks.vit.task import (
 )
 from tasks.vit.transforms import SeededTransform, eval_transform
 from zoo.config import Invalid, UserError
+from zoo.convert.onnx.export import export_vit
 from zoo.convert.timm_vit import zoo_to_timm
 from zoo.models.vit import ViT
 from zoo.train import FitResult, Trained
@@ -175,7 +176,7 @@ class ViTSpec(TaskSpec):
     default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
     options = ViTOptions
     predict_alias = "classify"
-    export_formats = ("timm",)
+    export_formats = ("timm", "onnx")
 
     def runner_task(self, cfg: ViTConfig) -> ViTTask:
         return ViTTask(cfg)
@@ -296,6 +297,14 @@ class ViTSpec(TaskSpec):
         return [TEST_IMAGES]
 
     def export(self, loaded: Classifier, fmt: str, output: Path, options: ViTOptions) -> None:
+        if fmt == "onnx":
+            export_vit(loaded.model, output)
+            (output / "classes.txt").write_text("".join(f"{name}\n" for name in loaded.classes))
+            print(
+                f"run model.onnx with onnxruntime ([0, 1] images of side {loaded.image_size})",
+                file=sys.stderr,
+            )
+            return
         from safetensors.torch import save_file
 
         cfg = loaded.trained.cfg

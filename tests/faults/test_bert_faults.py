@@ -56,5 +56,5 @@ def test_meaningless_splits_options_and_existing_outputs_are_refused_in_one_line
     assert_refused(missing, str(tmp_path / "wikitext-2"), "test.txt")
     assert_refused(run("tasks.bert.export", str(bert_run), f"--output={tmp_path}"), str(tmp_path), "--force")
     assert_refused(run("zoo", "fill-mask", "bert", str(bert_run), "--top_k=0", input="a [MASK] .\n"), "top_k")
-    onnx = run("zoo", "export", "bert", str(bert_run), "--format=onnx", f"--output={tmp_path / 'x'}")
-    assert_refused(onnx, "hf")
+    tflite = run("zoo", "export", "bert", str(bert_run), "--format=tflite", f"--output={tmp_path / 'x'}")
+    assert_refused(tflite, "hf")

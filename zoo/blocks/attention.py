@@ -197,11 +197,18 @@ class MultiHeadAttention(nn.Module):
             return q, cache.keys, cache.values
         if context is None:
             raise ValueError("cross-attention needs `context` until its cache is filled")
-        kv = F.linear(context, self.qkv_proj.weight[queries:], self._bias(1))
-        k, v = (self._split_heads(z) for z in kv.split(self.qkv_sizes[1:], dim=-1))
+        k, v = self.context_kv(context)
         if cache is not None:
             cache.set(k, v)
         return q, k, v
+
+    def context_kv(self, context: Tensor) -> tuple[Tensor, Tensor]:
+        """Cross-attention's keys (n, H, S, Dk) and values (n, H, S, Dh) of `context` (n, S, D):
+        what a cross cache holds from the first decoding step on (an exported encoder computes
+        them once, zoo.convert.onnx)."""
+        kv = F.linear(context, self.qkv_proj.weight[self.qkv_sizes[0] :], self._bias(1))
+        k, v = (self._split_heads(z) for z in kv.split(self.qkv_sizes[1:], dim=-1))
+        return k, v
 
     def _attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool, rows: int

@@ -14,6 +14,7 @@ import torch
 
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
+from zoo.quantize import describe, quantize_int8
 from zoo.train import evaluation, fit, load_trained
 from zoo.train.average import average_run
 from zoo.train.checkpoint import STEP_FILE, schema_name, step_checkpoints
@@ -61,6 +62,8 @@ def _options(spec: TaskSpec, verb: str, argv: list[str]) -> VerbOptions:
         raise UserError(f"name a run directory or checkpoint file: python -m zoo {verb} {spec.name} RUN")
     if options.ensemble and not spec.ensemble:
         raise Unsupported(f"{spec.name}: --ensemble is not available for this task")
+    if options.precision == "int8" and not spec.int8:
+        raise Unsupported(f"{spec.name}: --precision int8 is not available for this task")
     if options.threads:
         torch.set_num_threads(options.threads)
     return options
@@ -68,14 +71,18 @@ def _options(spec: TaskSpec, verb: str, argv: list[str]) -> VerbOptions:
 
 def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
     """Every run named (RUN, then the --ensemble ones) through the one loader, unless the task
-    reads RUN as a foreign model."""
-    foreign = spec.load_foreign(options)
-    if foreign is not None:
-        return foreign
-    overrides = spec.recipe_overrides(options)
-    runs = [options.run, *options.ensemble_runs]
-    trained = [load_trained(run, spec.config, which=options.checkpoint, overrides=overrides) for run in runs]
-    return spec.load(trained, options)
+    reads RUN as a foreign model; with --precision int8, its linear layers made int8."""
+    loaded = spec.load_foreign(options)
+    if loaded is None:
+        overrides = spec.recipe_overrides(options)
+        runs = [options.run, *options.ensemble_runs]
+        which = options.checkpoint
+        loaded = spec.load(
+            [load_trained(run, spec.config, which=which, overrides=overrides) for run in runs], options
+        )
+    if options.precision == "int8":
+        print(f"note: --precision int8: {describe(quantize_int8(loaded.model))}", file=sys.stderr)
+    return loaded
 
 
 def _report(options: VerbOptions, record: dict, summary: str) -> None:
@@ -107,9 +114,11 @@ def evaluate(spec: TaskSpec, argv: list[str]) -> dict:
     }
     if options.ensemble:
         record["ensemble"] = [options.run, *options.ensemble_runs]
-    # Kept beside a zoo run (not a lone file's folder, not a foreign model) when it scored all of it.
+    # Kept beside a zoo run (not a lone file's folder, not a foreign model) when it scored all of it;
+    # an int8 score beside the float one, not over it.
     if (trained.run_dir / "config.yaml").is_file() and not options.limit and not options.ensemble:
-        (trained.run_dir / f"eval_{options.split}.json").write_text(json.dumps(record, indent=2) + "\n")
+        name = f"eval_{options.split}{'_int8' if options.precision == 'int8' else ''}.json"
+        (trained.run_dir / name).write_text(json.dumps(record, indent=2) + "\n")
     _report(options, record, result.summary)
     return record
 
@@ -176,6 +185,8 @@ def export(spec: TaskSpec, argv: list[str]) -> Path:
         raise UserError(f"--format {fmt!r}: {spec.name} exports to {', '.join(spec.export_formats)}")
     if not options.output:
         raise UserError(f"name the output directory: python -m zoo export {spec.name} RUN --output DIR")
+    if options.precision == "int8":
+        raise UserError("export writes the float weights: leave out --precision int8")
     output = Path(options.output)
     if output.exists() and not options.force:  # before loading: the check costs nothing
         raise UserError(f"{output} exists: choose another --output or pass --force to replace it")

@@ -31,7 +31,13 @@ class VerbOptions:
         metadata={"help": "best | last | averaged (written by the average verb) | a checkpoint file"},
     )
     device: str = field(default="cpu", metadata={"help": "cpu | cuda | cuda:N"})
-    precision: str = field(default="", metadata={"help": "fp32 | bf16 ('' = as the run trained)"})
+    precision: str = field(
+        default="",
+        metadata={
+            "help": "fp32 | bf16 | int8 ('' = as the run trained); int8: linear layers with int8 weights, "
+            "CPU only, where the task offers it (zoo.quantize)"
+        },
+    )
     threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = torch's default)"})
     batch_size: int = field(default=0, metadata={"help": "items per batch (0 = the task's default batching)"})
     data_dir: str = field(
@@ -66,11 +72,13 @@ class VerbOptions:
         self.split = SPLIT_ALIASES.get(self.split, self.split)
         if self.split not in SPLITS:
             raise Invalid("split", f"must be one of {', '.join(SPLITS)}, not {self.split!r}")
-        if self.precision not in ("", "fp32", "bf16"):
-            raise Invalid("precision", f"must be fp32 or bf16, not {self.precision!r}")
+        if self.precision not in ("", "fp32", "bf16", "int8"):
+            raise Invalid("precision", f"must be fp32, bf16 or int8, not {self.precision!r}")
         kind, _, index = self.device.partition(":")
         if kind not in ("cpu", "cuda") or (index and not (kind == "cuda" and index.isdigit())):
             raise Invalid("device", f"must be cpu, cuda or cuda:N, not {self.device!r}")
+        if self.precision == "int8" and kind != "cpu":
+            raise Invalid("precision", "int8 runs on the CPU only: use --device cpu (or bf16 on a GPU)")
         if kind == "cuda" and not torch.cuda.is_available():
             raise Invalid("device", "cuda was asked for but no CUDA device is visible")
         for key in ("threads", "batch_size", "limit"):

@@ -64,6 +64,7 @@ class TaskSpec:
     predict_alias: ClassVar[str] = ""  # the task's own name for predict: translate, parse, ...
     export_formats: ClassVar[tuple[str, ...]] = ()
     ensemble: ClassVar[bool] = False  # whether --ensemble means something here
+    int8: ClassVar[bool] = False  # whether --precision int8 does (its models run under zoo.quantize)
 
     # train
     def runner_task(self, cfg: Any) -> Task:

@@ -3,7 +3,7 @@ and F1 and MCC for two labels; tag: conlleval chunk F1 overall and per type; spa
 match and F1), predict (a sentence or `a<TAB>b` -> label and probability; a line
 of words -> its tags; `question<TAB>passage` -> the answer and its score), attention (every
 layer and head on the first input), export (the Hugging Face BertForSequenceClassification,
-BertForTokenClassification or BertForQuestionAnswering directory), average. One spec serves the
+BertForTokenClassification or BertForQuestionAnswering directory, or ONNX), average. One spec serves the
 three heads: what differs is picked by the run's `head` (tasks.bert.finetune.heads).
 """
 
@@ -25,6 +25,7 @@ from tasks.bert.finetune.task import ENCODER_FILE, Encoder, FinetuneTask, check_
 from tasks.bert.inference import attention_weights
 from zoo.config import UserError
 from zoo.convert.hf_bert_heads import LoadedBertHead, write_hf_head_directory
+from zoo.convert.onnx.export import export_bert
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.plot import plot_self_attention
 from zoo.train import FitResult, Trained
@@ -77,7 +78,8 @@ class FinetuneSpec(TaskSpec):
     description = "BERT fine-tuned: classify sentences, tag words (B-I-O), or answer questions (spans)"
     config = FinetuneConfig
     default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
-    export_formats = ("hf",)
+    export_formats = ("hf", "onnx")
+    int8 = True
 
     def runner_task(self, cfg: FinetuneConfig) -> FinetuneTask:
         return FinetuneTask(cfg)
@@ -156,6 +158,11 @@ class FinetuneSpec(TaskSpec):
         return [sample_input("classify")]
 
     def export(self, loaded: LoadedFinetune, fmt: str, output: Path, options: VerbOptions) -> None:
+        if fmt == "onnx":
+            export_bert(loaded.model, output)
+            (output / TOKENIZER_FILE).write_bytes(loaded.tokenizer.to_bytes())
+            print("run model.onnx with onnxruntime (the head's logits)", file=sys.stderr)
+            return
         head = loaded.cfg.head
         hf = LoadedBertHead(loaded.model, loaded.tokenizer, loaded.encoder.config, loaded.encoder.labels)
         write_hf_head_directory(hf, output)

@@ -90,7 +90,7 @@ def test_export_refuses_an_existing_directory_and_unknown_formats(trained_run, t
     (tmp_path / "taken").mkdir()
     for argv, message in (
         ([str(run), str(tmp_path / "taken")], "exists"),
-        ([str(run), "--format", "onnx", str(tmp_path / "x")], "--format"),
+        ([str(run), "--format", "tflite", str(tmp_path / "x")], "--format"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             export.main(argv + ["--checkpoint", "last"])

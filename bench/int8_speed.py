@@ -1,0 +1,309 @@
+"""int8 inference (zoo.quantize, `--precision int8`) against float32 and CTranslate2 int8 on the
+same models, on the CPU, the contenders taking turns in one run (bench/timing.py).
+
+    python -m bench.int8_speed methods [--repeats 3] [--compile] [--threads 1]
+    python -m bench.int8_speed gpt [--run runs/gpt-enwiki] [--repeats 3] [--threads 1]
+    python -m bench.int8_speed translation [--run runs/translation-demo] [--repeats 3] [--threads 1]
+
+- methods: how zoo.quantize's method was chosen. A BERT encoder of all-MiniLM-L6-v2's size
+  (random weights) at batch 32 x 128: float32; torch's `quantize_dynamic` as shipped (7-bit
+  activations); zoo.quantize (the same, 8-bit activations on VNNI CPUs); torchao's
+  `Int8DynamicActivationInt8WeightConfig` in eager mode and, with --compile, under
+  `torch.compile` with inductor's freezing. torchao's rows appear only where it is installed (it
+  is not a dependency). Seconds per forward, and the lowest cosine similarity of a row's hidden
+  states to float32's.
+- gpt: greedy generation with the KV cache on a trained GPT run, as bench.gpt_speed times it
+  (prompts of 64 random ids, 128 new ids forced, batch 1 and 8; prefill = the call for one new
+  id, decode = the rest): zoo float32 and int8, Hugging Face float32 on the same weights,
+  CTranslate2 float32 and int8 (`compute_type`, on zoo's weights converted by
+  write_ctranslate2_gpt); then a profile of zoo's int8 generate (int8_gpt_decode_profile.txt).
+- translation: beam 4 (alpha 0.6) over a trained run's test set, as bench.translation_speed
+  --run times it: zoo float32 and int8 under the exact stopping rule and under CTranslate2's
+  (patience 1), CTranslate2 float32 and int8 on the same weights. Generated tokens per second.
+
+Writes int8_speed_WHAT.{json,md} into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.output import add_out_option
+from bench.tables import RATE, RATIO, Column
+from bench.tables import markdown as table
+from bench.timing import cpu_model, interleaved_medians, run_meta
+from zoo.quantize import FULL_RANGE, quantize_int8
+
+MINILM = dict(vocab_size=30522, dim=384, num_layers=6, num_heads=12, ffn_dim=1536)
+BATCH, LENGTH = 32, 128
+
+
+def torch_dynamic(model: nn.Module) -> nn.Module:
+    """torch's quantize_dynamic as its documentation shows it (per-channel weights, as zoo's)."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+
+
+def torchao_int8(model: nn.Module) -> nn.Module:
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
+
+    quantize_(model, Int8DynamicActivationInt8WeightConfig())
+    return model
+
+
+def method_forwards(compiled: bool) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """Each method's encoder forward, ids (B, T) -> hidden states (B, T, D)."""
+    from zoo.models.bert import Bert
+
+    torch.manual_seed(0)
+    model = Bert(**MINILM).eval()
+    forwards = {
+        "fp32": model.encode,
+        "torch quantize_dynamic": torch_dynamic(copy.deepcopy(model)).encode,
+        "zoo.quantize": quantize_int8(copy.deepcopy(model)).encode,
+    }
+    try:
+        forwards["torchao eager"] = torchao_int8(copy.deepcopy(model)).encode
+    except ImportError:
+        return forwards
+    if compiled:
+        from torch._inductor import config
+
+        config.freezing = True  # inductor's int8 CPU kernels for torchao's weights need frozen weights
+        forwards["fp32 compiled"] = torch.compile(model.encode)
+        forwards["torchao compiled"] = torch.compile(torchao_int8(copy.deepcopy(model)).encode)
+    return forwards
+
+
+@torch.no_grad()
+def methods(repeats: int, compiled: bool) -> tuple[list[dict], str]:
+    """Seconds per forward and the lowest cosine to float32 of each method, and what ran."""
+    forwards = method_forwards(compiled)
+    ids = torch.randint(
+        1000, MINILM["vocab_size"], (BATCH, LENGTH), generator=torch.Generator().manual_seed(0)
+    )
+    reference = forwards["fp32"](ids)
+    cosine, first_call = {}, {}
+    for name, forward in forwards.items():  # the first call compiles what is compiled
+        start = time.perf_counter()
+        cosine[name] = F.cosine_similarity(forward(ids), reference, dim=-1).min().item()
+        first_call[name] = time.perf_counter() - start
+    seconds = interleaved_medians(
+        {name: partial(forward, ids) for name, forward in forwards.items()}, repeats=repeats
+    )
+    rows = [
+        {
+            "method": name,
+            "seconds": s,
+            "first_call_seconds": first_call[name],
+            "vs_fp32": seconds["fp32"] / s,
+            "min_cosine": cosine[name],
+        }
+        for name, s in seconds.items()
+    ]
+    return (
+        rows,
+        f"a BERT encoder of all-MiniLM-L6-v2's size ({MINILM}), random weights, batch {BATCH} x {LENGTH}",
+    )
+
+
+def trained_gpt(run: str) -> nn.Module:
+    """The run's best GPT in eval mode."""
+    from tasks.gpt.config import GPTConfig
+    from tasks.gpt.spec import GPTOptions, GPTSpec
+    from zoo.train import load_trained
+
+    return GPTSpec().load([load_trained(run, GPTConfig, which="best")], GPTOptions(run=run)).model.eval()
+
+
+def gpt(run: str, repeats: int) -> tuple[list[dict], str]:
+    """Prefill and decode tokens/s of the five engines at batch 1 and 8 (bench.gpt_speed's rows),
+    and what ran."""
+    import ctranslate2
+
+    from bench.gpt_speed import BATCHES, Preset, engines, random_prompts, rates
+    from zoo.convert.ctranslate2 import write_ctranslate2_gpt
+    from zoo.convert.hf_gpt2 import hf_model_of
+
+    model = trained_gpt(run)
+    hf, int8 = hf_model_of(model).eval(), quantize_int8(copy.deepcopy(model))
+    p = Preset(vocab=model.vocab_size, train_batch=0, train_context=0)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "ct2"
+        write_ctranslate2_gpt(model, [f"t{i}" for i in range(p.vocab)], folder, eot_id=p.vocab - 1)
+        threads = torch.get_num_threads()
+        ct2 = {
+            kind: ctranslate2.Generator(str(folder), device="cpu", compute_type=kind, intra_threads=threads)
+            for kind in ("float32", "int8")
+        }
+        for batch in BATCHES:
+            prompts = random_prompts(p, batch)
+            runs = engines(model, hf, ct2["float32"], prompts)
+            int8_runs = engines(int8, hf, ct2["int8"], prompts)  # its zoo and CTranslate2 rows, int8
+            runs.update(zoo_int8=int8_runs["zoo"], ct2_int8=int8_runs["ct2_fp32"])
+            outputs = {engine: generate(p.new) for engine, generate in runs.items()}  # also the warmup
+            fns = {f"{engine}/{new}": partial(fn, new) for engine, fn in runs.items() for new in (1, p.new)}
+            rows += rates(interleaved_medians(fns, repeats=repeats, warmup=0), outputs, batch, p)
+    for row in rows:
+        ct2_int8 = next(r for r in rows if (r["batch"], r["engine"]) == (row["batch"], "ct2_int8"))
+        row["decode_vs_ct2_int8"] = row["decode_tokens_per_s"] / ct2_int8["decode_tokens_per_s"]
+    return (
+        rows,
+        f"{run}: prompts of {p.prompt} random ids, {p.new} new ids each (end-of-text forbidden until then)",
+    )
+
+
+def gpt_profile(run: str, path: Path, command: str) -> None:
+    """torch.profiler key averages of zoo's int8 generate on the run, at each batch size timed."""
+    from bench.gpt_speed import Preset, generate_profile
+
+    model = quantize_int8(trained_gpt(run))
+    p = Preset(vocab=model.vocab_size, train_batch=0, train_context=0)
+    header = (
+        f"# Profile of zoo.decode.generate on {run} with --precision int8 (zoo.quantize), `{command}`\n"
+        f"# prompts of {p.prompt} ids, {p.new} new ids each, {torch.get_num_threads()} thread(s), torch "
+        f"{torch.__version__}\n# machine: {cpu_model()}, load average {os.getloadavg()[0]:.1f} at the start\n"
+    )
+    path.write_text(header + "\n" + generate_profile(model, p, row_limit=15))
+
+
+def translation(run: str, repeats: int) -> tuple[list[dict], str]:
+    """Generated tokens/s of zoo (float32, int8; exact rule and patience 1) and CTranslate2
+    (float32, int8) over the run's test set (bench.translation_speed's machinery), and what ran."""
+    from bench.translation_speed import ct2_beam, ct2_translator, timed, trained_decode
+
+    translator, zoo, sources, name = trained_decode(run)
+    int8_translator, int8_zoo, _, _ = trained_decode(run)
+    quantize_int8(int8_translator.model)  # in place: the model int8_zoo decodes with
+    pieces = translator.tokenizer.pieces(range(translator.tokenizer.vocab_size))
+    threads = torch.get_num_threads()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "ct2"
+        ct2 = {
+            kind: ct2_translator(translator.model, pieces, folder, threads, kind)
+            for kind in ("float32", "int8")
+        }
+        fns = {
+            "zoo": zoo(),
+            "zoo_int8": int8_zoo(),
+            "zoo_patience1": zoo(patience=1.0),
+            "zoo_int8_patience1": int8_zoo(patience=1.0),
+            "ct2_fp32": ct2_beam(ct2["float32"], sources),
+            "ct2_int8": ct2_beam(ct2["int8"], sources),
+        }
+        speed, tokens = timed(fns, repeats)
+    rows = [
+        {
+            "engine": engine,
+            "tokens_per_s": s,
+            "mean_length": tokens[engine] / len(sources),
+            **{f"vs_{base}": s / speed[base] for base in ("zoo", "ct2_fp32", "ct2_int8")},
+        }
+        for engine, s in speed.items()
+    ]
+    return rows, f"{run}: beam 4, alpha 0.6, {len(sources)} sentences of {name}"
+
+
+COLUMNS = {
+    "methods": (
+        Column("method", "method"),
+        Column("seconds a forward", "seconds", "{:.3f}"),
+        Column("first call (compiles)", "first_call_seconds", "{:.1f}"),
+        Column("vs fp32", "vs_fp32", RATIO),
+        Column("lowest cosine to fp32", "min_cosine", "{:.5f}"),
+    ),
+    "gpt": (
+        Column("batch", "batch"),
+        Column("engine", "engine"),
+        Column("prefill tokens/s", "prefill_tokens_per_s", RATE),
+        Column("decode tokens/s", "decode_tokens_per_s", RATE),
+        Column("decode vs CT2 fp32", "decode_vs_ct2", RATIO),
+        Column("decode vs CT2 int8 (target >= 1x)", "decode_vs_ct2_int8", RATIO),
+        Column("ids as zoo fp32", "same_ids_as_zoo", "{:.0%}"),
+    ),
+    "translation": (
+        Column("engine", "engine"),
+        Column("tokens/s", "tokens_per_s", RATE),
+        Column("mean length", "mean_length", "{:.2f}"),
+        Column("vs zoo fp32", "vs_zoo", RATIO),
+        Column("vs CT2 fp32", "vs_ct2_fp32", RATIO),
+        Column("vs CT2 int8 (target >= 1x)", "vs_ct2_int8", RATIO),
+    ),
+}
+
+
+def markdown(what: str, result: dict) -> str:
+    return "\n".join(
+        [
+            f"# int8 inference: {what}\n",
+            f"`{result['command']}` on {result['cpu']}, {result['threads']} thread(s), load average "
+            f"{result['load_average']:.1f} at the start; torch {result['torch']}, ctranslate2 "
+            f"{result['ctranslate2']}; zoo's int8 activations in 8 bits (VNNI): {result['full_range']}. "
+            f"{result['what']}; medians of {result['repeats']} interleaved rounds.\n",
+            *table(result["rows"], COLUMNS[what]),
+            "",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("what", choices=sorted(COLUMNS), help="what to time (see above)")
+    parser.add_argument(
+        "--run",
+        default="",
+        help="gpt, translation: the trained run ('' = runs/gpt-enwiki, runs/translation-demo)",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads")
+    parser.add_argument("--compile", action="store_true", help="methods: also torch.compile's rows")
+    add_out_option(parser)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    import ctranslate2
+
+    result = {
+        **run_meta("bench.int8_speed", "ctranslate2", ctranslate2.__version__, {}),
+        "cpu": cpu_model(),
+        "threads": args.threads,
+        "load_average": os.getloadavg()[0],
+        "full_range": FULL_RANGE,
+        "repeats": args.repeats,
+    }
+    timers = {
+        "methods": partial(methods, args.repeats, args.compile),
+        "gpt": partial(gpt, args.run or "runs/gpt-enwiki", args.repeats),
+        "translation": partial(translation, args.run or "runs/translation-demo", args.repeats),
+    }
+    result["rows"], result["what"] = timers[args.what]()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"int8_speed_{args.what}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / f"int8_speed_{args.what}.md").write_text(markdown(args.what, result))
+    print(markdown(args.what, result))
+    if args.what == "gpt":
+        gpt_profile(
+            args.run or "runs/gpt-enwiki", args.out / "int8_gpt_decode_profile.txt", result["command"]
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""int8 inference (zoo.quantize) on small random models: the layers it swaps and keeps, logits
+close to float32's, and greedy decoding with the KV cache consistent with the int8 model's own
+uncached forward."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
+
+from zoo.config import UserError
+from zoo.data.special import SPECIAL_IDS
+from zoo.decode import GenerationConfig, generate, greedy_search
+from zoo.models import ModelConfig, build_model
+from zoo.models.bert import Bert
+from zoo.models.bert_heads import BertForTokenClassification
+from zoo.models.gpt import GPT
+from zoo.quantize import FULL_RANGE, quantize_int8
+
+VOCAB = 40
+
+
+def translation_model() -> nn.Module:
+    torch.manual_seed(0)
+    cfg = ModelConfig(encoder_layers=2, decoder_layers=2, dim=64, ffn_dim=128, num_heads=4, dropout=0.0,
+                      max_len=64)  # fmt: skip
+    return build_model(cfg, VOCAB, VOCAB, SPECIAL_IDS.pad).eval()
+
+
+def gpt_model() -> GPT:
+    torch.manual_seed(0)
+    return GPT(vocab_size=VOCAB, dim=64, num_layers=2, num_heads=4, ffn_dim=128, max_len=64, dropout=0.0,
+               attn_dropout=0.0).eval()  # fmt: skip
+
+
+def tagger() -> BertForTokenClassification:
+    torch.manual_seed(0)
+    bert = Bert(vocab_size=VOCAB, dim=64, num_layers=2, num_heads=4, ffn_dim=128, max_len=64, dropout=0.0,
+                attn_dropout=0.0)  # fmt: skip
+    return BertForTokenClassification(bert, num_labels=5, dropout=0.0).eval()
+
+
+def ids(rows: int, length: int, seed: int = 1) -> torch.Tensor:
+    return torch.randint(
+        SPECIAL_IDS.eos + 1, VOCAB, (rows, length), generator=torch.Generator().manual_seed(seed)
+    )
+
+
+def min_cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The lowest cosine similarity between matching rows (the last dimension) of a and b."""
+    return F.cosine_similarity(a.flatten(0, -2), b.flatten(0, -2), dim=-1).min().item()
+
+
+@torch.no_grad()
+def test_translation_logits_stay_close_to_float32():
+    model = translation_model()
+    src, tgt = ids(3, 12), ids(3, 9, seed=2)
+    quantized = quantize_int8(copy.deepcopy(model))
+    assert min_cosine(quantized(src, tgt), model(src, tgt)) > 0.99
+
+
+@torch.no_grad()
+def test_gpt_logits_stay_close_to_float32():
+    model = gpt_model()
+    x = ids(3, 20)
+    assert min_cosine(quantize_int8(copy.deepcopy(model))(x), model(x)) > 0.99
+
+
+@torch.no_grad()
+def test_bert_tagger_logits_stay_close_to_float32():
+    model = tagger()
+    x = ids(3, 20)
+    assert min_cosine(quantize_int8(copy.deepcopy(model))(x), model(x)) > 0.99
+
+
+def test_every_linear_layer_is_int8_but_the_weights_read_as_tensors():
+    model = translation_model()
+    embeddings = model.src_embed.tokens.weight.detach().clone()
+    quantize_int8(model)
+    float_linears = [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    assert float_linears == [f"decoder.layers.{i}.cross_attn.qkv_proj" for i in range(2)]
+    int8 = {name for name, m in model.named_modules() if isinstance(m, Int8Linear)}
+    assert "output" in int8 and "encoder.layers.0.ffn.fc1" in int8  # the tied projection too
+    assert torch.equal(model.src_embed.tokens.weight, embeddings)  # embeddings stay float32
+
+
+@torch.no_grad()
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")  # the reference's own rounding
+def test_an_int8_layer_is_the_float_product_of_its_rounded_activations_and_weights():
+    """int32 sums of int8 products, no int16 overflow: all-positive activations and weights are the
+    case where x86's pairwise int16 sums overflow at 8 bits without VNNI (then 7 bits are used)."""
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 64)
+    linear.weight.uniform_(0.0, 1.0)
+    layer = quantize_int8(nn.Sequential(linear))[0]
+    x = torch.rand(5, 256)
+    rounded = torch.quantize_per_tensor_dynamic(x, torch.quint8, not FULL_RANGE).dequantize()
+    expected = F.linear(rounded, layer.weight().dequantize(), layer.bias())
+    torch.testing.assert_close(layer(x), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_a_model_off_the_cpu_is_refused():
+    with pytest.raises(UserError, match="CPU only"):
+        quantize_int8(gpt_model().to("meta"))
+
+
+# How far below the best logit a cached int8 step's choice may score under the uncached int8
+# forward, as a fraction of the logits' largest magnitude: activations are quantized with one
+# scale per tensor, so a step alone and the whole prefix round differently (~1% measured here).
+TOLERANCE = 0.03
+
+
+def shortfall(logits: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+    """How far below the best logit of each position the chosen id's logit is."""
+    return logits.max(-1).values - logits.gather(-1, chosen[..., None]).squeeze(-1)
+
+
+@torch.no_grad()
+def test_quantized_translation_decodes_greedily_with_the_cache():
+    """Every id of a cached greedy search is the best (within int8's error) under the uncached
+    forward of the same int8 model over the same prefix."""
+    model = quantize_int8(translation_model())
+    src = ids(4, 8)
+    hyps = greedy_search(model, src, special=SPECIAL_IDS, max_len_b=10).tokens[:, 0]
+    tgt_in = torch.cat([torch.full_like(hyps[:, :1], SPECIAL_IDS.bos), hyps[:, :-1]], dim=1)
+    logits = model(src, tgt_in)
+    bound = TOLERANCE * logits.abs().max()
+    logits[..., [SPECIAL_IDS.pad, SPECIAL_IDS.bos]] = float("-inf")  # never generated
+    chosen = (hyps != SPECIAL_IDS.pad) & (hyps != SPECIAL_IDS.eos)  # the length limit forces EOS
+    assert chosen.sum() >= 20
+    assert shortfall(logits, hyps)[chosen].max() <= bound
+
+
+def test_quantized_gpt_generates_greedily_with_the_cache():
+    model = quantize_int8(gpt_model())
+    prompts = ids(3, 5).tolist()
+    eot = VOCAB - 1
+    new = torch.tensor(
+        generate(model, prompts, GenerationConfig(max_new_tokens=12, min_new_tokens=12, eos_id=eot))
+    )
+    with torch.no_grad():
+        logits = model(torch.cat([torch.tensor(prompts), new], dim=1))[:, 4:-1]  # the 12 predictions
+    bound = TOLERANCE * logits.abs().max()
+    logits[..., eot] = float("-inf")  # forbidden until min_new_tokens
+    assert shortfall(logits, new).max() <= bound

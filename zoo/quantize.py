@@ -1,0 +1,102 @@
+"""int8 inference on the CPU: a trained model's linear layers with int8 weights (`--precision int8`).
+
+The method is torch's own dynamic quantization (`torch.ao.quantization.quantize_dynamic`):
+weights int8 with one scale per output channel (as CTranslate2's per-row scales), activations
+quantized to uint8 at run time with one scale per tensor (8 bits where the CPU has VNNI, else
+torch's 7: `FULL_RANGE`), products in fbgemm's int8 kernels with int32 sums, outputs in float32.
+
+Chosen over torchao 0.18.0's `Int8DynamicActivationInt8WeightConfig` by one measurement
+(bench/results/int8.md, `python -m bench.int8_speed methods --compile`): a BERT encoder of
+all-MiniLM-L6-v2's size at batch 32 x 128, one thread, ran 3.5x float32 with quantize_dynamic and
+1.2x with torchao in eager mode; torchao matched quantize_dynamic (3.4x) only under
+`torch.compile` with inductor's freezing, after 14 s of compiling for that one input shape, which
+the verbs' eager loops (a new shape every decoding step, beams, caches, batches of every length)
+cannot pay. All kept the hidden states at cosine similarity >= 0.9998 to float32's. torch marks
+`torch.ao.quantization` deprecated (its warning points to torchao's `quantize_`), yet 2.14 ships
+and runs it; its warnings are silenced around the one call that raises them. Activations share
+one scale per tensor, so an input's outputs move slightly with the rest of its batch
+(CTranslate2 scales each row alone).
+
+What becomes int8 and what stays float32:
+- int8: every `nn.Linear` the model calls as a module: attention's fused q/k/v and output
+  projections, the feed-forward layers, poolers and task heads, and the encoder-decoder's output
+  projection even where it is tied to the embeddings (the module gets an int8 copy). CTranslate2's
+  `compute_type="int8"` quantizes its tied projection too.
+- float32: embeddings (a lookup, no product to speed up), norms, biases (added by the kernel in
+  float32), and two weights the models read as tensors rather than call as modules:
+  cross-attention's fused projection (its query rows sliced every step, its key and value rows
+  once per sentence: zoo.blocks.attention) and the tied output projection of GPT and of BERT's
+  masked-LM head (`F.linear` over the token embeddings). CTranslate2 stores all of these in int8,
+  embeddings included; here they stay float32 so that neither the models' code nor their
+  checkpoints change. GPT pays for it in decoding speed (bench/results/int8.md).
+
+The quantized model is for inference only: no gradients, and the encoder-decoder's teacher-forced
+loss (which reads `output.weight`) is not available.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import Tensor, nn
+from torch.ao.nn.quantized import dynamic
+from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+from zoo.blocks import DecoderLayer
+from zoo.config import UserError
+
+# torch.ao.quantization's warnings on every call: a DeprecationWarning for the package and a
+# UserWarning for the quantized tensors it makes (see the module docstring).
+DEPRECATION_MESSAGES = (r"torch\.ao\.quantization is deprecated", r"torch\.quantize_per_tensor")
+# torch's layer quantizes activations to 7 bits (`reduce_range`): x86's int8 product instruction
+# sums pairs of products into int16, which 8-bit activations can overflow. fbgemm's kernels for
+# avx512_vnni accumulate in int32 instead, so there the full 8 bits are safe; on the demo
+# translation model they are worth 0.21 BLEU (bench/results/int8.md).
+FULL_RANGE = torch.cpu._is_vnni_supported()
+
+
+class Int8Linear(dynamic.Linear):
+    """torch's dynamically quantized linear layer, with 8-bit activations where FULL_RANGE."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        packed = self._packed_params._packed_params
+        return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=not FULL_RANGE).to(x.dtype)
+
+
+def fp32_linears(model: nn.Module) -> set[nn.Linear]:
+    """The linear layers whose weight the model reads as a tensor (cross-attention's fused
+    projections): they stay float32, since a quantized layer has no weight tensor to slice."""
+    return {layer.cross_attn.qkv_proj for layer in model.modules() if isinstance(layer, DecoderLayer)}
+
+
+def quantize_int8(model: nn.Module) -> nn.Module:
+    """`model` with its linear layers swapped in place for int8 ones (see the module docstring for
+    which), in eval mode; returned for chaining.
+
+    Raises:
+        UserError: the model is not on the CPU (fbgemm's int8 kernels are CPU kernels).
+    """
+    devices = {param.device.type for param in model.parameters()}
+    if devices != {"cpu"}:
+        raise UserError(
+            f"int8 runs on the CPU only (the model is on {', '.join(sorted(devices))}): use --device cpu"
+        )
+    kept = fp32_linears(model)
+    names = {
+        name: per_channel_dynamic_qconfig
+        for name, module in model.named_modules()
+        if type(module) is nn.Linear and module not in kept
+    }
+    with warnings.catch_warnings():
+        for message in DEPRECATION_MESSAGES:
+            warnings.filterwarnings("ignore", message=message)
+        quantize_dynamic(model, names, dtype=torch.qint8, mapping={nn.Linear: Int8Linear}, inplace=True)
+    return model.eval()
+
+
+def describe(model: nn.Module) -> str:
+    """How many of `model`'s linear layers are int8 and how many float32, in a few words."""
+    int8 = sum(isinstance(module, Int8Linear) for module in model.modules())
+    kept = sum(type(module) is nn.Linear for module in model.modules())
+    return f"{int8} linear layers in int8, {kept} in float32"
