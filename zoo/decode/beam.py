@@ -211,16 +211,8 @@ def beam_search(
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be between 1 and beam_size {beam_size}, not {n_best}")
     b, k, device = src.shape[0], beam_size, src.device
-    state = DecodingState(
-        model,
-        src,
-        special=special,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        allowed_tokens=allowed_tokens,
-        use_cache=use_cache,
-        beams=k,
-    )
+    state = DecodingState(model, src, special=special, max_len_a=max_len_a, max_len_b=max_len_b,
+                          allowed_tokens=allowed_tokens, use_cache=use_cache, beams=k)  # fmt: skip
     limits = state.limits
     finished = FinishedHypotheses(b, n_best, int(limits.max()) + 1, special, device)
 
