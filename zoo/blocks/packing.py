@@ -33,11 +33,11 @@ class RealTokens:
     def of_padding(cls, pad_mask: Tensor | None, x: Tensor) -> RealTokens | None:
         """The real tokens of `x` (B, S, D) under a key padding mask (B, 1, 1, S), True at real
         tokens; None when there is nothing to skip (no mask, a mask of another shape, no padding),
-        or while torch.export traces (zoo.convert.onnx): whether a batch has padding is data, and an
-        exported graph serves every batch."""
+        or while torch.compile or torch.export traces (zoo.convert.onnx): whether a batch has padding,
+        and how many real tokens it holds, are data, and one traced graph serves every batch."""
         if pad_mask is None or pad_mask.shape != (x.shape[0], 1, 1, x.shape[1]):
             return None
-        if torch.compiler.is_exporting():
+        if torch.compiler.is_compiling():
             return None
         real = pad_mask[:, 0, 0]
         return None if bool(real.all()) else cls(real)

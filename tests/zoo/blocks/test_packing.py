@@ -69,3 +69,13 @@ def test_drop_path_layers_are_not_packed():
         layer.ffn.register_forward_hook(lambda module, args, out: seen.append(tuple(args[0].shape)))
     enc(torch.randn(2, 5, D, dtype=torch.float64), pad_mask=lengths_mask(torch.tensor([5, 2]), 5))
     assert seen == [(7, D), (2, 5, D), (2, 5, D)]
+
+
+def test_a_compiled_encoder_traces_one_graph_and_equals_eager_at_real_tokens():
+    """Under torch.compile the packing steps aside (its token count is data): no graph break."""
+    enc = encoder(pre_norm=False).float().eval()
+    mask = lengths_mask(torch.tensor([5, 2]), 5)
+    x = torch.randn(2, 5, D)
+    compiled = torch.compile(enc, fullgraph=True, backend="eager")
+    real = mask[:, 0, 0]
+    torch.testing.assert_close(compiled(x, pad_mask=mask)[real], enc(x, pad_mask=mask)[real])
