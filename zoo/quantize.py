@@ -43,7 +43,7 @@ from torch import Tensor, nn
 from torch.ao.nn.quantized import dynamic
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-from zoo.blocks import DecoderLayer
+from zoo.blocks import MultiHeadAttention
 from zoo.config import UserError
 
 # torch.ao.quantization's warnings on every call: a DeprecationWarning for the package and a
@@ -65,9 +65,14 @@ class Int8Linear(dynamic.Linear):
 
 
 def fp32_linears(model: nn.Module) -> set[nn.Linear]:
-    """The linear layers whose weight the model reads as a tensor (cross-attention's fused
-    projections): they stay float32, since a quantized layer has no weight tensor to slice."""
-    return {layer.cross_attn.qkv_proj for layer in model.modules() if isinstance(layer, DecoderLayer)}
+    """The linear layers whose weight the model reads as a tensor (the fused projections of every
+    `cross_attn`: the Transformer's decoder layers and the recurrent decoder): they stay float32,
+    since a quantized layer has no weight tensor to slice."""
+    return {
+        module.cross_attn.qkv_proj
+        for module in model.modules()
+        if isinstance(getattr(module, "cross_attn", None), MultiHeadAttention)
+    }
 
 
 def quantize_int8(model: nn.Module) -> nn.Module:

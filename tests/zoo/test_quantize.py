@@ -24,10 +24,10 @@ from zoo.quantize import FULL_RANGE, quantize_int8
 VOCAB = 40
 
 
-def translation_model() -> nn.Module:
+def translation_model(arch: str = "transformer") -> nn.Module:
     torch.manual_seed(0)
     cfg = ModelConfig(encoder_layers=2, decoder_layers=2, dim=64, ffn_dim=128, num_heads=4, dropout=0.0,
-                      max_len=64)  # fmt: skip
+                      max_len=64, arch=arch, rnn_dim=64)  # fmt: skip
     return build_model(cfg, VOCAB, VOCAB, SPECIAL_IDS.pad).eval()
 
 
@@ -55,9 +55,10 @@ def min_cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     return F.cosine_similarity(a.flatten(0, -2), b.flatten(0, -2), dim=-1).min().item()
 
 
+@pytest.mark.parametrize("arch", ["transformer", "rnn"])  # both read a cross_attn's weight as a tensor
 @torch.no_grad()
-def test_translation_logits_stay_close_to_float32():
-    model = translation_model()
+def test_translation_logits_stay_close_to_float32(arch):
+    model = translation_model(arch)
     src, tgt = ids(3, 12), ids(3, 9, seed=2)
     quantized = quantize_int8(copy.deepcopy(model))
     assert min_cosine(quantized(src, tgt), model(src, tgt)) > 0.99
