@@ -26,6 +26,7 @@ import transformers
 from torch import nn
 
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
+from bench.tables import RATIO, Column, markdown
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from tasks.bert.finetune import heads
 from tasks.bert.finetune.data import IGNORE, Batch
@@ -33,6 +34,13 @@ from zoo.convert.hf_bert import config_from_hf
 from zoo.convert.hf_bert_heads import build_head, head_state_from_hf
 from zoo.models.bert import build_bert
 
+COLUMNS = [
+    Column("head (HF class)", "head"),
+    Column("precision", "precision"),
+    Column("zoo ms/step", "zoo_ms", "{:.0f}"),
+    Column("HF ms/step", "hf_ms", "{:.0f}"),
+    Column("ratio (target >= 1.2x)", "ratio", RATIO),
+]
 PRESETS = {  # the encoders the recipes fine-tune: all-MiniLM-L6-v2's, and BERT-Tiny's (Turc et al.)
     "minilm": dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536),
     "tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
@@ -140,9 +148,9 @@ def run(preset: str, device: torch.device, repeats: int) -> list[dict]:
             pair = {k: f for k, f in fns.items() if k.startswith(f"{head}/{precision}/")}
             times = interleaved_medians(pair, repeats=repeats, warmup=2)
             zoo, hf = times[f"{head}/{precision}/zoo"], times[f"{head}/{precision}/hf"]
-            rows.append(
-                dict(head=head, precision=precision, zoo_ms=1e3 * zoo, hf_ms=1e3 * hf, ratio=hf / zoo)
-            )
+            hf_class = HEADS[head][1].__name__
+            rows.append(dict(head=f"{head} ({hf_class})", precision=precision, zoo_ms=1e3 * zoo,
+                             hf_ms=1e3 * hf, ratio=hf / zoo))  # fmt: skip
     return rows
 
 
@@ -162,15 +170,8 @@ def main() -> None:
         f"Setup: {setup}. Fine-tuning steps (forward, the head's cross-entropy, backward, AdamW); "
         f"medians of {args.repeats} interleaved rounds per head and precision.",
         "",
-        "| head (HF class) | precision | zoo ms/step | HF ms/step | ratio (target >= 1.2x) |",
-        "|---|---|---|---|---|",
+        *markdown(rows, COLUMNS),
     ]
-    for r in rows:
-        name = HEADS[r["head"]][1].__name__
-        lines.append(
-            f"| {r['head']} ({name}) | {r['precision']} | {r['zoo_ms']:.0f} | {r['hf_ms']:.0f} | "
-            f"{r['ratio']:.2f}x |"
-        )
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
