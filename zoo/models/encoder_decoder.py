@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from zoo.blocks import (
     Decoder,
@@ -122,24 +122,6 @@ class Transformer(Seq2Seq):
         pad_idx: padding id of the source vocabulary.
         max_len: positions the embeddings cover; decoders stop before the target runs past it.
     """
-
-    def __init__(
-        self,
-        src_embed: SequenceEmbedding | nn.Module,
-        tgt_embed: SequenceEmbedding,
-        encoder: Encoder,
-        decoder: Decoder,
-        output: nn.Linear,
-        *,
-        pad_idx: int,
-        max_len: int,
-    ) -> None:
-        super().__init__()
-        self.src_embed, self.tgt_embed = src_embed, tgt_embed
-        self.encoder, self.decoder = encoder, decoder
-        self.output = output
-        self.pad_idx = pad_idx
-        self.max_len = max_len
 
     def encode(self, src: Tensor, source: Any = None) -> tuple[Tensor, Tensor]:
         """src (B, S) -> memory (B, S, D) and memory_mask (B, 1, 1, S), True at real tokens.

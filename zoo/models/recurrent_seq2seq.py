@@ -190,11 +190,7 @@ class RecurrentSeq2Seq(Seq2Seq):
         max_len: int,
         dropout: float,
     ) -> None:
-        super().__init__()
-        self.src_embed, self.tgt_embed = src_embed, tgt_embed
-        self.encoder, self.decoder = encoder, decoder
-        self.output = output
-        self.pad_idx, self.max_len = pad_idx, max_len
+        super().__init__(src_embed, tgt_embed, encoder, decoder, output, pad_idx=pad_idx, max_len=max_len)
         self.dropout = Dropout(dropout)
 
     def encode(self, src: Tensor, source: Any = None) -> tuple[Tensor, Tensor]:

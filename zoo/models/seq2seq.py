@@ -18,8 +18,8 @@ from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 
 
 class Seq2Seq(nn.Module):
-    """Base of the encoder-decoders: a subclass sets `output` (the D -> V projection, no bias),
-    `pad_idx` and `max_len`, and defines
+    """Base of the encoder-decoders: it holds the parts (`output` is the D -> V projection, no
+    bias), and a subclass defines
 
     - encode(src (B, S), source=None) -> memory (B, S, D'), memory_mask (B, 1, 1, S) bool;
     - decoder_states(tgt_in (N, T), memory, memory_mask, cache=None) -> (N, T, D), before the
@@ -27,9 +27,22 @@ class Seq2Seq(nn.Module):
     - new_cache(beams=1) -> a cache with `reorder` and `select_sources` (zoo.decode.protocol).
     """
 
-    output: nn.Linear
-    pad_idx: int
-    max_len: int
+    def __init__(
+        self,
+        src_embed: nn.Module,
+        tgt_embed: nn.Module,
+        encoder: nn.Module,
+        decoder: nn.Module,
+        output: nn.Linear,
+        *,
+        pad_idx: int,
+        max_len: int,
+    ) -> None:
+        super().__init__()
+        self.src_embed, self.tgt_embed = src_embed, tgt_embed
+        self.encoder, self.decoder = encoder, decoder
+        self.output = output
+        self.pad_idx, self.max_len = pad_idx, max_len
 
     def decode(self, tgt_in: Tensor, memory: Tensor | None, memory_mask: Tensor, cache: Any = None) -> Tensor:
         """tgt_in (B, T) -> logits (B, T, V).
