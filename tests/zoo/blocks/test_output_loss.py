@@ -15,11 +15,9 @@ def reference(hidden, weight, target, smoothing, ignore_index):
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-@pytest.mark.parametrize(
-    "chunk_bytes", [4 * 13 * 3, output_loss.CHUNK_BYTES]
-)  # 3 rows: many chunks, a remainder
-def test_loss_nll_and_gradients_equal_the_unfused_reference(smoothing, chunk_bytes, monkeypatch):
-    monkeypatch.setattr(output_loss, "CHUNK_BYTES", chunk_bytes)
+@pytest.mark.parametrize("chunk_rows", [3, output_loss.CPU_CHUNK_ROWS])  # 3: many chunks, a remainder
+def test_loss_nll_and_gradients_equal_the_unfused_reference(smoothing, chunk_rows, monkeypatch):
+    monkeypatch.setattr(output_loss, "CPU_CHUNK_ROWS", chunk_rows)
     torch.manual_seed(0)
     hidden = torch.randn(2, 7, 5, dtype=torch.float64, requires_grad=True)
     weight = torch.randn(13, 5, dtype=torch.float64, requires_grad=True)
