@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -21,25 +22,35 @@ from zoo.blocks import MultiHeadAttention, causal_mask
 SIZES = [(8, 64, 256, 4), (8, 128, 512, 8), (4, 512, 512, 8)]  # (B, T, D, H)
 
 
+def contenders(
+    b: int, t: int, d: int, h: int, causal: bool, device: str, dtype: torch.dtype
+) -> dict[str, Callable[[], torch.Tensor]]:
+    """zoo's and torch's forward + backward on one (B, T, D) input with H heads, each returning
+    the attention output."""
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(d, h).to(device, dtype)
+    theirs = nn.MultiheadAttention(d, h, batch_first=True).to(device, dtype)
+    x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
+    torch_mask = ~causal_mask(t, device=device) if causal else None
+
+    def zoo_step() -> torch.Tensor:
+        out = ours(x, is_causal=causal)
+        out.sum().backward()
+        return out
+
+    def torch_step() -> torch.Tensor:
+        out, _ = theirs(x, x, x, attn_mask=torch_mask, is_causal=causal, need_weights=False)
+        out.sum().backward()
+        return out
+
+    return {"zoo": zoo_step, "torch": torch_step}
+
+
 def run(device: str, dtype: torch.dtype, repeats: int) -> list[dict]:
     rows = []
     for b, t, d, h in SIZES:
         for causal in (False, True):
-            torch.manual_seed(0)
-            ours = MultiHeadAttention(d, h).to(device, dtype)
-            theirs = nn.MultiheadAttention(d, h, batch_first=True).to(device, dtype)
-            x = torch.randn(b, t, d, device=device, dtype=dtype, requires_grad=True)
-            torch_mask = ~causal_mask(t, device=device) if causal else None
-
-            # Each closure is timed within its own iteration, so reading the loop's variables is right.
-            def zoo_step() -> None:  # noqa: B023
-                ours(x, is_causal=causal).sum().backward()  # noqa: B023
-
-            def torch_step() -> None:
-                out, _ = theirs(x, x, x, attn_mask=torch_mask, is_causal=causal, need_weights=False)  # noqa: B023
-                out.sum().backward()
-
-            times = interleaved_medians({"zoo": zoo_step, "torch": torch_step}, repeats=repeats)
+            times = interleaved_medians(contenders(b, t, d, h, causal, device, dtype), repeats=repeats)
             rows.append(
                 {
                     "B": b,

@@ -79,8 +79,9 @@ def models(name: str, vocab: int, *, noise: float = 0.0) -> tuple[GPT, torch.nn.
     return model.eval(), hf_model_of(model)
 
 
-def training(name: str, p: Preset, threads: list[int], repeats: int) -> list[dict]:
-    """Training tokens/s of zoo and Hugging Face at each thread count, interleaved."""
+def training_contenders(name: str, p: Preset) -> tuple[dict[str, Callable[[], torch.Tensor]], int]:
+    """zoo's and Hugging Face's training steps on one batch of random ids, their first losses
+    checked equal (that step is also the warmup), and the tokens a step trains on."""
     zoo, hf = (m.train() for m in models(name, p.vocab))
     ids = torch.randint(
         0, p.vocab, (p.train_batch, p.train_context + 1), generator=torch.Generator().manual_seed(0)
@@ -97,13 +98,18 @@ def training(name: str, p: Preset, threads: list[int], repeats: int) -> list[dic
         "hf": (lambda: hf(input_ids=inputs, labels=inputs).loss, hf_trainer_optimizer(hf, **ADAMW)),
     }
     fns = {library: trainer(loss, optimizer) for library, (loss, optimizer) in steps.items()}
-    losses = {library: step() for library, step in fns.items()}  # also the warmup
+    losses = {library: step() for library, step in fns.items()}
     torch.testing.assert_close(losses["zoo"], losses["hf"], rtol=1e-4, atol=1e-4)
+    return fns, inputs.numel()
+
+
+def training(name: str, p: Preset, threads: list[int], repeats: int) -> list[dict]:
+    """Training tokens/s of zoo and Hugging Face at each thread count, interleaved."""
+    fns, tokens = training_contenders(name, p)
     rows = []
     for n in threads:
         torch.set_num_threads(n)
         seconds = interleaved_medians(fns, repeats=repeats)
-        tokens = inputs.numel()
         rows.append(
             {
                 "threads": n,
@@ -160,18 +166,25 @@ def engines(zoo: GPT, hf: torch.nn.Module, ct2, prompts: list[list[int]]) -> dic
     return {"zoo": zoo_generate, "hf": hf_generate, "ct2_fp32": ct2_generate}
 
 
-def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: Path) -> list[dict]:
-    """Prefill and decode tokens/s of the three engines at each thread count and batch size."""
+def ct2_generator(zoo: GPT, folder: Path, threads: int):
+    """CTranslate2's fp32 Generator running `zoo`'s own weights (converted once into `folder`)."""
     import ctranslate2
 
     from zoo.convert.ctranslate2 import write_ctranslate2_gpt
 
+    vocab = zoo.vocab_size
+    if not (folder / "model.bin").exists():
+        write_ctranslate2_gpt(zoo, [f"t{i}" for i in range(vocab)], folder, eot_id=vocab - 1)
+    return ctranslate2.Generator(str(folder), device="cpu", compute_type="float32", intra_threads=threads)
+
+
+def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: Path) -> list[dict]:
+    """Prefill and decode tokens/s of the three engines at each thread count and batch size."""
     zoo, hf = models(name, p.vocab, noise=0.3)
-    write_ctranslate2_gpt(zoo, [f"t{i}" for i in range(p.vocab)], folder, eot_id=p.vocab - 1)
     rows = []
     for n in threads:
         torch.set_num_threads(n)
-        ct2 = ctranslate2.Generator(str(folder), device="cpu", compute_type="float32", intra_threads=n)
+        ct2 = ct2_generator(zoo, folder, n)
         for batch in BATCHES:
             runs = engines(zoo, hf, ct2, random_prompts(p, batch))
             outputs = {engine: run(p.new) for engine, run in runs.items()}  # also the warmup

@@ -38,6 +38,7 @@ import os
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -307,16 +308,11 @@ def ct2_beam(translator, sources: list[list[str]], *, forced: int | None = None,
     return decode
 
 
-def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) -> dict:
-    """zoo, generate and CTranslate2 on one batch of random sources, decoded to the limit."""
-    src, _, _ = random_batch(p, p.decode_batch)
-    torch.manual_seed(0)
-    ours, marian = build_ours(p).eval(), build_marian(p).eval()
-    pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(EOS + 1, p.vocab)]
-    sources = [[pieces[i] for i in row[:-1]] for row in src.tolist()]  # the engine adds EOS
-    forced = p.src_len + EXTRA_LEN  # zoo's limit (the source's EOS counted), then EOS
+def hf_beam(marian: MarianMTModel, src: torch.Tensor, forced: int):
+    """Marian's `generate` with beam 4 on `src`, allowed `forced` + 1 new tokens: a callable that
+    returns the tokens it generated."""
 
-    def generate() -> int:
+    def decode() -> int:
         with torch.inference_mode():
             out = marian.generate(
                 input_ids=src,
@@ -328,25 +324,44 @@ def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) ->
             )
         return int((out[:, 1:] != PAD).sum())
 
+    return decode
+
+
+def random_contenders(p: Preset, folder: Path, threads: int) -> dict:
+    """zoo (fp32 and bf16 autocast), generate and CTranslate2 (fp32, int8, at `threads`) on one
+    batch of random sources, decoded to the limit: callables that return the tokens they generated."""
+    src, _, _ = random_batch(p, p.decode_batch)
+    torch.manual_seed(0)
+    ours, marian = build_ours(p).eval(), build_marian(p).eval()
+    pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(EOS + 1, p.vocab)]
+    sources = [[pieces[i] for i in row[:-1]] for row in src.tolist()]  # the engine adds EOS
+    forced = p.src_len + EXTRA_LEN  # zoo's limit (the source's EOS counted), then EOS
+    translator = partial(ct2_translator, ours, pieces, folder, threads)
+    return {
+        "zoo": zoo_beam(ours, [src]),
+        "zoo_bf16": zoo_beam(ours, [src], bf16=True),
+        "generate": hf_beam(marian, src, forced),
+        "ct2_fp32": ct2_beam(translator("float32"), sources, forced=forced),
+        "ct2_int8": ct2_beam(translator("int8"), sources, forced=forced),
+    }
+
+
+def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) -> dict:
+    """zoo, generate and CTranslate2 on one batch of random sources, decoded to the limit; zoo
+    under bf16 autocast in a round robin of its own with zoo fp32."""
     rows = {}
     for n in threads:
         torch.set_num_threads(n)
-        fns = {
-            "zoo": zoo_beam(ours, [src]),
-            "generate": generate,
-            "ct2_fp32": ct2_beam(ct2_translator(ours, pieces, folder, n, "float32"), sources, forced=forced),
-            "ct2_int8": ct2_beam(ct2_translator(ours, pieces, folder, n, "int8"), sources, forced=forced),
-        }
+        fns = random_contenders(p, folder, n)
+        bf16 = {"zoo_bf16": fns.pop("zoo_bf16"), "zoo": fns["zoo"]}
         speed, tokens = timed(fns, repeats)
-        bf16_speed, bf16_tokens = timed(
-            {"zoo_bf16": zoo_beam(ours, [src], bf16=True), "zoo": zoo_beam(ours, [src])}, max(1, repeats - 1)
-        )
+        bf16_speed, bf16_tokens = timed(bf16, max(1, repeats - 1))
         rows[n] = {
             "tokens_per_s": speed,
-            "mean_length": {k: v / len(src) for k, v in tokens.items()},
+            "mean_length": {k: v / p.decode_batch for k, v in tokens.items()},
             "bf16": {
                 "tokens_per_s": bf16_speed,
-                "mean_length": {k: v / len(src) for k, v in bf16_tokens.items()},
+                "mean_length": {k: v / p.decode_batch for k, v in bf16_tokens.items()},
             },
         }
     return rows

@@ -1,0 +1,78 @@
+"""GPT under pytest-benchmark (bench/conftest.py), fp32: a training step, zoo against Hugging
+Face's GPT2LMHeadModel on the same weights; greedy generation with the KV cache (the prompts'
+prefill alone, and the whole call for every new id), zoo against Hugging Face `generate` and
+CTranslate2's Generator on zoo's weights. The contenders of bench.gpt_speed."""
+
+from functools import partial
+
+import pytest
+import torch
+
+pytest.importorskip(
+    "transformers", reason="the peer transformers is not installed (pip install -e '.[peers]')"
+)
+pytest.importorskip("ctranslate2", reason="the peer ctranslate2 is not installed (pip install -e '.[peers]')")
+
+from bench.gpt_speed import (  # noqa: E402
+    BATCHES,
+    PRESETS,
+    ct2_generator,
+    engines,
+    models,
+    random_prompts,
+    training_contenders,
+)
+
+ENGINES = ["zoo", "hf", "ct2_fp32"]
+
+
+@pytest.fixture(scope="module")
+def preset(preset_of) -> str:
+    return preset_of("gpt", PRESETS)
+
+
+@pytest.fixture(scope="module")
+def trainers(preset: str) -> tuple[dict, int]:
+    """The steps, their first losses checked equal by training_contenders."""
+    return training_contenders(preset, PRESETS[preset])
+
+
+@pytest.fixture(scope="module")
+def generators(preset: str, bench_threads: int, tmp_path_factory) -> tuple[dict, dict]:
+    """Each batch size's engines, and zoo's ids for each (the reference Hugging Face must equal)."""
+    p = PRESETS[preset]
+    zoo, hf = models(preset, p.vocab, noise=0.3)
+    ct2 = ct2_generator(zoo, tmp_path_factory.mktemp("ct2") / "model", bench_threads)
+    runs = {batch: engines(zoo, hf, ct2, random_prompts(p, batch)) for batch in BATCHES}
+    return runs, {batch: run["zoo"](p.new) for batch, run in runs.items()}
+
+
+@pytest.mark.parametrize("library", ["zoo", "hf"])
+def test_train_step(measure, trainers: tuple[dict, int], preset: str, library: str) -> None:
+    steps, tokens = trainers
+    loss = measure(steps[library], "gpt train", library, tokens, preset=preset)
+    assert torch.isfinite(loss)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("batch", BATCHES)
+def test_prefill(measure, generators: tuple[dict, dict], preset: str, batch: int, engine: str) -> None:
+    """The call for one new id: the prompts' forward (prompt tokens per call)."""
+    p, (runs, _) = PRESETS[preset], generators
+    ids = measure(
+        partial(runs[batch][engine], 1), f"gpt prefill b={batch}", engine, batch * p.prompt, preset=preset
+    )
+    assert [len(row) for row in ids] == [1] * batch
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("batch", BATCHES)
+def test_generate(measure, generators: tuple[dict, dict], preset: str, batch: int, engine: str) -> None:
+    """Prefill and every new id (new ids per call; end-of-text forbidden until the last)."""
+    p, (runs, zoo_ids) = PRESETS[preset], generators
+    ids = measure(
+        partial(runs[batch][engine], p.new), f"gpt greedy b={batch}", engine, batch * p.new, preset=preset
+    )
+    assert [len(row) for row in ids] == [p.new] * batch
+    if engine == "hf":
+        assert ids == zoo_ids[batch]  # the same weights, greedy: the same ids
