@@ -289,6 +289,19 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
             Column("ratio (target >= 1.2x)", "ratio", RATIO),
         ),
     ),
+    "cpu_linear": Table(
+        ("cpu_linear.json",),
+        listed(),
+        (
+            Column("rows", "rows"),
+            Column("in", "in"),
+            Column("out", "out"),
+            Column("pass", "pass"),
+            Column("torch (MKL) GFLOPS", "torch_gflops", "{:.0f}"),
+            Column("zoo (oneDNN) GFLOPS", "zoo_gflops", "{:.0f}"),
+            Column("ratio", "ratio", RATIO),
+        ),
+    ),
     "vit_speed": Table(
         ("vit_speed.json",),
         listed(),

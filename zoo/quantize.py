@@ -44,6 +44,7 @@ from torch.ao.nn.quantized import dynamic
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from zoo.blocks import MultiHeadAttention
+from zoo.blocks.linear import Linear
 from zoo.config import UserError
 
 # torch.ao.quantization's warnings on every call: a DeprecationWarning for the package and a
@@ -54,6 +55,7 @@ DEPRECATION_MESSAGES = (r"torch\.ao\.quantization is deprecated", r"torch\.quant
 # avx512_vnni accumulate in int32 instead, so there the full 8 bits are safe; on the demo
 # translation model they are worth 0.21 BLEU (bench/results/int8.md).
 FULL_RANGE = torch.cpu._is_vnni_supported()
+FLOAT_LINEARS = (nn.Linear, Linear)  # Linear: zoo.blocks.linear's, the zoo's own layers
 
 
 class Int8Linear(dynamic.Linear):
@@ -62,6 +64,16 @@ class Int8Linear(dynamic.Linear):
     def forward(self, x: Tensor) -> Tensor:
         packed = self._packed_params._packed_params
         return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=not FULL_RANGE).to(x.dtype)
+
+    @classmethod
+    def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Int8Linear:
+        # torch's from_float accepts nn.Linear by exact type; the zoo's Linear is one with another
+        # forward, so it is handed over as a plain nn.Linear holding the same parameters.
+        if type(mod) is Linear:
+            plain = nn.Linear(mod.in_features, mod.out_features, bias=mod.bias is not None, device="meta")
+            plain.weight, plain.bias, plain.qconfig = mod.weight, mod.bias, mod.qconfig
+            mod = plain
+        return super().from_float(mod, use_precomputed_fake_quant)
 
 
 def fp32_linears(model: nn.Module) -> set[nn.Linear]:
@@ -91,17 +103,19 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     names = {
         name: per_channel_dynamic_qconfig
         for name, module in model.named_modules()
-        if type(module) is nn.Linear and module not in kept
+        if type(module) in FLOAT_LINEARS and module not in kept
     }
     with warnings.catch_warnings():
         for message in DEPRECATION_MESSAGES:
             warnings.filterwarnings("ignore", message=message)
-        quantize_dynamic(model, names, dtype=torch.qint8, mapping={nn.Linear: Int8Linear}, inplace=True)
+        quantize_dynamic(
+            model, names, dtype=torch.qint8, mapping=dict.fromkeys(FLOAT_LINEARS, Int8Linear), inplace=True
+        )
     return model.eval()
 
 
 def describe(model: nn.Module) -> str:
     """How many of `model`'s linear layers are int8 and how many float32, in a few words."""
     int8 = sum(isinstance(module, Int8Linear) for module in model.modules())
-    kept = sum(type(module) is nn.Linear for module in model.modules())
+    kept = sum(type(module) in FLOAT_LINEARS for module in model.modules())
     return f"{int8} linear layers in int8, {kept} in float32"

@@ -21,6 +21,7 @@ from zoo.blocks.beam_cache import BeamKVCache
 from zoo.blocks.dropout import cheap_mask_applies
 from zoo.blocks.dropout import dropout as cheap_dropout
 from zoo.blocks.kv_cache import KVCache
+from zoo.blocks.linear import Linear, linear
 
 FEW_QUERIES = 8
 """Query blocks up to this length (incremental decoding: one query per row, or one per beam of a
@@ -110,8 +111,8 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.score = score
         self.additive = AdditiveScore(num_heads, self.key_dim) if score == "additive" else None
-        self.qkv_proj = nn.Linear(dim, sum(self.qkv_sizes), bias=bias)
-        self.out_proj = nn.Linear(dim, dim, bias=bias)
+        self.qkv_proj = Linear(dim, sum(self.qkv_sizes), bias=bias)
+        self.out_proj = Linear(dim, dim, bias=bias)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         # "b t (h d) -> b h t d" as a view and a transpose: on every decoding step, where einops'
@@ -192,7 +193,7 @@ class MultiHeadAttention(nn.Module):
         """Cross-attention: q (B, H, T, Dk) from x, keys (n, H, S, Dk) and values (n, H, S, Dh)
         from `context`, or from the cache once the first step has filled it (zoo.blocks.kv_cache)."""
         queries = self.qkv_sizes[0]
-        q = self._split_heads(F.linear(x, self.qkv_proj.weight[:queries], self._bias(0)))
+        q = self._split_heads(linear(x, self.qkv_proj.weight[:queries], self._bias(0)))
         if cache is not None and not cache.is_empty:
             return q, cache.keys, cache.values
         if context is None:
@@ -206,7 +207,7 @@ class MultiHeadAttention(nn.Module):
         """Cross-attention's keys (n, H, S, Dk) and values (n, H, S, Dh) of `context` (n, S, D):
         what a cross cache holds from the first decoding step on (an exported encoder computes
         them once, zoo.convert.onnx)."""
-        kv = F.linear(context, self.qkv_proj.weight[self.qkv_sizes[0] :], self._bias(1))
+        kv = linear(context, self.qkv_proj.weight[self.qkv_sizes[0] :], self._bias(1))
         k, v = (self._split_heads(z) for z in kv.split(self.qkv_sizes[1:], dim=-1))
         return k, v
 

@@ -8,6 +8,7 @@ from functools import partial
 from torch import Tensor, nn
 
 from zoo.blocks.dropout import Dropout
+from zoo.blocks.linear import Linear
 
 # "gelu_tanh" is GPT-2's tanh approximation (Hugging Face's "gelu_new"): its weights were trained
 # with it, and the exact erf form moves GPT-2's logits by ~1e-3.
@@ -36,10 +37,10 @@ class FeedForward(nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
-        self.fc1 = nn.Linear(dim, ffn_dim, bias=bias)
+        self.fc1 = Linear(dim, ffn_dim, bias=bias)
         self.act = ACTIVATIONS[activation]()
         self.dropout = Dropout(dropout)
-        self.fc2 = nn.Linear(ffn_dim, dim, bias=bias)
+        self.fc2 = Linear(ffn_dim, dim, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.fc2(self.dropout(self.act(self.fc1(x))))

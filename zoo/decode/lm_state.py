@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Protocol
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from zoo.blocks import CausalCache
+from zoo.blocks.linear import linear
 
 
 class CausalLM(Protocol):
@@ -85,7 +85,7 @@ class LMState:
             key_mask = self.real
             positions = (self.lengths - 1)[:, None] if incremental else (self.real.cumsum(1) - 1).clamp(min=0)
         hidden = self.model.hidden(ids, cache=self.cache, positions=positions, key_mask=key_mask)
-        return F.linear(hidden[:, -1], self.model.output_weight).float()  # only the last position's logits
+        return linear(hidden[:, -1], self.model.output_weight).float()  # only the last position's logits
 
     def append(self, tokens: Tensor) -> None:
         """Extend every row by one id, tokens (N,)."""

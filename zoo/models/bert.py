@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zoo.blocks import Dropout, Encoder, LayerSpec, LearnedPositions, TokenEmbedding
+from zoo.blocks.linear import Linear, linear
 
 INIT_STD = 0.02
 
@@ -77,13 +77,13 @@ class MaskedLMHead(nn.Module):
 
     def __init__(self, dim: int, vocab_size: int, *, norm_eps: float) -> None:
         super().__init__()
-        self.dense = nn.Linear(dim, dim)
+        self.dense = Linear(dim, dim)
         self.act = nn.GELU()
         self.norm = nn.LayerNorm(dim, eps=norm_eps)
         self.bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, hidden: Tensor, word_embeddings: Tensor) -> Tensor:
-        return F.linear(self.norm(self.act(self.dense(hidden))), word_embeddings, self.bias)
+        return linear(self.norm(self.act(self.dense(hidden))), word_embeddings, self.bias)
 
 
 class Bert(nn.Module):
@@ -134,9 +134,9 @@ class Bert(nn.Module):
             pre_norm=False,
         )
         self.encoder = Encoder.uniform(num_layers, spec, final_norm=False)
-        self.pooler = nn.Linear(dim, dim)
+        self.pooler = Linear(dim, dim)
         self.mlm_head = MaskedLMHead(dim, vocab_size, norm_eps=norm_eps)
-        self.nsp_head = nn.Linear(dim, 2)
+        self.nsp_head = Linear(dim, 2)
         self.reset_parameters()
 
     @torch.no_grad()

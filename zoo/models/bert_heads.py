@@ -21,6 +21,7 @@ from typing import NamedTuple
 from torch import Tensor, nn
 
 from zoo.blocks import Dropout
+from zoo.blocks.linear import Linear
 from zoo.models.bert import INIT_STD, Bert
 
 
@@ -60,7 +61,7 @@ class BertEncoder(nn.Module):
 
 def _new_linear(dim: int, out: int) -> nn.Linear:
     """A head's linear layer initialised as Hugging Face's BERT heads: N(0, 0.02), bias zero."""
-    linear = nn.Linear(dim, out)
+    linear = Linear(dim, out)
     nn.init.normal_(linear.weight, std=INIT_STD)
     nn.init.zeros_(linear.bias)
     return linear

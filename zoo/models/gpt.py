@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zoo.blocks import CausalCache, CausalStack, Dropout, LayerSpec, LearnedPositions
+from zoo.blocks.linear import linear
 from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 from zoo.config import Invalid
 
@@ -194,7 +195,7 @@ class GPT(nn.Module):
         as for `hidden`."""
         hidden = self.hidden(ids, cache=cache, positions=positions, key_mask=key_mask)
         if targets is None:
-            return F.linear(hidden, self.output_weight)
+            return linear(hidden, self.output_weight)
         return linear_cross_entropy(hidden, self.output_weight, targets, ignore_index=ignore_index)
 
     def num_parameters(self, *, embeddings: bool = True) -> int:

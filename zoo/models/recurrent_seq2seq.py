@@ -43,6 +43,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo.blocks import Dropout, KVCache, MultiHeadAttention, TokenEmbedding, padding_mask
+from zoo.blocks.linear import Linear
 from zoo.blocks.mixers import RECURRENT_CELLS
 from zoo.config import Invalid
 from zoo.models.seq2seq import Seq2Seq, output_projection
@@ -133,8 +134,8 @@ class AttentionDecoder(nn.Module):
         self.rnn = RECURRENT_CELLS[cell](
             dim + rnn_dim, rnn_dim, num_layers, batch_first=True, dropout=dropout if num_layers > 1 else 0.0
         )
-        self.bridge = nn.Linear(rnn_dim, num_layers * rnn_dim)
-        self.deep_output = nn.Linear(2 * rnn_dim + dim, dim)
+        self.bridge = Linear(rnn_dim, num_layers * rnn_dim)
+        self.deep_output = Linear(2 * rnn_dim + dim, dim)
         self.dropout = Dropout(dropout)
 
     def initial_state(self, memory: Tensor, memory_mask: Tensor, rows: int) -> State:

@@ -14,6 +14,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from zoo.blocks.linear import Linear
 from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 
 
@@ -78,7 +79,7 @@ class Seq2Seq(nn.Module):
 def output_projection(dim: int, vocab_size: int, tied_to: nn.Embedding | None) -> nn.Linear:
     """The pre-softmax projection D -> V without bias: sharing the embeddings' weight (the
     paper's tying), or its own, N(0, D^-1/2) as the embeddings are."""
-    output = nn.Linear(dim, vocab_size, bias=False)
+    output = Linear(dim, vocab_size, bias=False)
     if tied_to is not None:
         output.weight = tied_to.weight
     else:

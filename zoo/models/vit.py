@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from zoo.blocks import Dropout, Encoder, LayerSpec, build_norm, resample_grid
+from zoo.blocks.linear import Linear
 
 POOLS = ("token", "avg")
 
@@ -92,7 +93,7 @@ class ViT(nn.Module):
         )
         self.head_norm = build_norm(spec.norm, dim, eps=spec.norm_eps) if pool == "avg" else None
         self.head_dropout = Dropout(dropout)
-        self.head = nn.Linear(dim, num_classes)
+        self.head = Linear(dim, num_classes)
         self.reset_parameters()
 
     @torch.no_grad()

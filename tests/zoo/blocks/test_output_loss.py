@@ -35,10 +35,14 @@ def test_loss_nll_and_gradients_equal_the_unfused_reference(smoothing, chunk_row
     assert grads[0][1, 4:].abs().sum() == 0  # padding rows get no gradient
 
 
+# torch's own products, and oneDNN's where zoo.blocks.linear routes them there
+PRODUCTS = ("aten::mm", "aten::addmm", "aten::addmm_", "mkldnn::_linear_pointwise")
+
+
 def matrix_products(fn) -> int:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         fn()
-    return sum(e.count for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm", "aten::addmm_"))
+    return sum(e.count for e in prof.key_averages() if e.key in PRODUCTS)
 
 
 def test_no_gradient_work_without_grad_mode():
@@ -80,3 +84,27 @@ def test_the_transformer_given_targets_returns_the_loss_of_its_logits():
     sums = model(src, tgt[:, :-1], tgt[:, 1:], smoothing=0.1)
     torch.testing.assert_close(sums.loss.double(), ref[0])
     torch.testing.assert_close(torch.autograd.grad(sums.loss, model.output.weight)[0], ref_grad)
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
+def test_onednn_products_give_the_torch_products_loss_and_gradients(monkeypatch):
+    from zoo.blocks import linear as linear_module
+    from zoo.blocks.linear import backend
+
+    calls = []
+    product = linear_module._product
+    monkeypatch.setattr(linear_module, "_product", lambda *a: calls.append(1) or product(*a))
+    torch.manual_seed(0)
+    hidden = torch.randn(300, 16, requires_grad=True)  # two chunks of 256 rows
+    weight = torch.randn(50, 16, requires_grad=True)
+    target = torch.randint(0, 50, (300,))
+    results = {}
+    for name in ("torch", "onednn"):
+        monkeypatch.setenv("ZOO_CPU_LINEAR", name)
+        backend.cache_clear()
+        sums = linear_cross_entropy(hidden, weight, target, smoothing=0.1)
+        results[name] = (sums.loss, *torch.autograd.grad(sums.loss, (hidden, weight)))
+    backend.cache_clear()
+    assert len(calls) == 2 * 3  # each chunk's logits, hidden and weight gradients on oneDNN
+    for got, want in zip(results["onednn"], results["torch"]):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)

@@ -1,0 +1,125 @@
+"""zoo.blocks.linear against F.linear: equal values and gradients on oneDNN, the very same
+computation wherever it falls back, and the backend switch."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.blocks import linear as linear_module
+from zoo.blocks.linear import MIN_ROWS, Linear, backend, linear
+
+needs_onednn = pytest.mark.skipif(
+    not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"
+)
+
+
+@pytest.fixture
+def use(monkeypatch):
+    """Sets ZOO_CPU_LINEAR for one test, and counts the products that reach oneDNN."""
+    calls = []
+    product = linear_module._product
+    monkeypatch.setattr(linear_module, "_product", lambda *a: calls.append(1) or product(*a))
+
+    def choose(name: str) -> list:
+        monkeypatch.setenv("ZOO_CPU_LINEAR", name)
+        backend.cache_clear()
+        return calls
+
+    yield choose
+    backend.cache_clear()
+
+
+def inputs(*shape, transpose=False):
+    torch.manual_seed(0)
+    x = torch.randn(*shape, 24)
+    if transpose:  # a strided view, as a transposed activation is
+        x = torch.randn(24, *shape).movedim(0, -1)
+    weight = torch.randn(40, 24, requires_grad=True)
+    bias = torch.randn(40, requires_grad=True)
+    return x.requires_grad_(), weight, bias
+
+
+@needs_onednn
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_onednn_values_and_gradients_equal_f_linear(use, with_bias, transpose):
+    calls = use("onednn")
+    x, weight, bias = inputs(3, 7, transpose=transpose)
+    bias = bias if with_bias else None
+    grad_out = torch.randn(3, 7, 40)
+    out = linear(x, weight, bias)
+    grads = torch.autograd.grad(out, [x, weight] + ([bias] if with_bias else []), grad_out)
+    assert len(calls) == 3  # the forward and both gradients' products
+    ref = F.linear(x, weight, bias)
+    ref_grads = torch.autograd.grad(ref, [x, weight] + ([bias] if with_bias else []), grad_out)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
+
+
+@needs_onednn
+def test_a_broadcast_upstream_gradient_is_handled(use):
+    use("onednn")
+    x, weight, bias = inputs(5, 6)
+    linear(x, weight, bias).sum().backward()  # the gradient arrives with zero strides
+    got = [t.grad.clone() for t in (x, weight, bias)]
+    for t in (x, weight, bias):
+        t.grad = None
+    F.linear(x, weight, bias).sum().backward()
+    for g, t in zip(got, (x, weight, bias)):
+        torch.testing.assert_close(g, t.grad, rtol=1e-5, atol=1e-4)
+
+
+@needs_onednn
+@pytest.mark.parametrize(
+    "case",
+    ["float64", "few rows", "autocast", "backend torch"],
+)
+def test_falls_back_to_the_very_f_linear(use, case):
+    calls = use("torch" if case == "backend torch" else "onednn")
+    x, weight, bias = inputs(MIN_ROWS - 1 if case == "few rows" else 8)
+    if case == "float64":
+        x, weight, bias = (t.detach().double() for t in (x, weight, bias))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=case == "autocast"):
+        out, ref = linear(x, weight, bias), F.linear(x, weight, bias)
+    assert calls == []
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+
+
+@needs_onednn
+def test_inference_mode_takes_onednn(use):
+    calls = use("onednn")
+    x, weight, bias = inputs(8)
+    with torch.inference_mode():
+        out = linear(x, weight, bias)
+    assert calls == [1] and not out.requires_grad
+    torch.testing.assert_close(out, F.linear(x, weight, bias).detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_an_unknown_backend_is_refused_naming_the_variable(use):
+    with pytest.raises(ValueError, match="ZOO_CPU_LINEAR='blas'"):
+        use("blas")
+        backend()
+
+
+def test_linear_module_is_an_nn_linear_with_its_state_dict():
+    torch.manual_seed(0)
+    ours = Linear(5, 3)
+    torch.manual_seed(0)
+    plain = nn.Linear(5, 3)
+    assert isinstance(ours, nn.Linear)
+    assert ours.state_dict().keys() == plain.state_dict().keys()
+    torch.testing.assert_close(ours.weight, plain.weight, rtol=0, atol=0)  # the same init
+
+
+@needs_onednn
+def test_flop_counter_sees_the_product(use):
+    """Counting modes (Table 1's FLOP measurements) see F.linear, not an op they cannot count."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    calls = use("onednn")
+    x, weight, bias = inputs(8)
+    with FlopCounterMode(display=False) as counter:
+        linear(x, weight, bias)
+    assert calls == [] and counter.get_total_flops() == 2 * 8 * 24 * 40

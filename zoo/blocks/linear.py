@@ -1,0 +1,116 @@
+"""`nn.Linear` whose float32 CPU products run on oneDNN where torch's BLAS is slow.
+
+torch's x86 wheels multiply float32 matrices with MKL, and MKL takes its fast AVX-512 kernels on
+Intel CPUs only: elsewhere it falls back to generic code. On this project's AMD EPYC (Zen 5) a
+(128, 256) x (256, 1024) product ran at ~100 GFLOPS on one core through MKL and ~230 through
+oneDNN, the library torch also ships (inductor calls it for frozen CPU linears; CTranslate2 picks
+it on AMD for the same reason): bench/results/cpu_linear.md. So the zoo's linears route their
+three products (forward, input gradient, weight gradient) through oneDNN when:
+
+- the backend is "onednn": `ZOO_CPU_LINEAR=onednn|torch` chooses; unset, oneDNN is chosen where
+  torch's BLAS is MKL and the CPU is not an Intel one (MKL's fast paths are Intel's);
+- the tensors are plain float32 CPU tensors with at least MIN_ROWS rows, outside autocast (bf16
+  products are oneDNN's already), torch.compile, torch.export, tracing and dispatch modes such
+  as FlopCounterMode (they see `F.linear`).
+
+Everything else takes `F.linear`. The results equal `F.linear`'s to float32 rounding (the sums run
+in another order), and the state dict is nn.Linear's.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+# Below 4 rows (a single decoding step of one sentence) oneDNN's per-call setup outweighs its
+# faster kernel: 26 us against MKL's 17 at 1 x 256 x 1024, 27 against 46 at 4 rows.
+MIN_ROWS = 4
+BACKENDS = ("onednn", "torch")
+
+
+def _cpu_vendor() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("vendor_id")), "")
+
+
+@functools.cache
+def backend() -> str:
+    """The backend of float32 CPU linears: ZOO_CPU_LINEAR's, else chosen from the BLAS and CPU."""
+    chosen = os.environ.get("ZOO_CPU_LINEAR", "")
+    if chosen:
+        if chosen not in BACKENDS:
+            raise ValueError(f"ZOO_CPU_LINEAR={chosen!r}: choose from {', '.join(BACKENDS)}")
+        return chosen
+    usable = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    mkl_blas = "BLAS_INFO=mkl" in torch.__config__.show()
+    return "onednn" if usable and mkl_blas and _cpu_vendor() not in ("", "GenuineIntel") else "torch"
+
+
+def _product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias for 2-D x by oneDNN (strided views accepted: no copies)."""
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+class _OneDNNLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        return _product(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, weight = ctx.saved_tensors
+        grad = grad.contiguous()  # a gradient broadcast from a sum has zero strides
+        need_x, need_weight, need_bias = ctx.needs_input_grad
+        return (
+            _product(grad, weight.t()) if need_x else None,
+            _product(grad.t(), x.t()) if need_weight else None,
+            grad.sum(0) if ctx.has_bias and need_bias else None,
+        )
+
+
+def _plain(t: Tensor) -> bool:
+    return type(t) in (Tensor, nn.Parameter) and t.device.type == "cpu" and t.dtype == torch.float32
+
+
+def onednn_applies(*tensors: Tensor | None) -> bool:
+    """Whether products of these tensors (None: an absent bias) go to oneDNN: the conditions of
+    the module docstring, the row count aside."""
+    return (
+        all(t is None or _plain(t) for t in tensors)
+        and not torch.is_autocast_enabled("cpu")
+        and not torch.compiler.is_compiling()
+        and not torch.jit.is_tracing()
+        and _get_current_dispatch_mode() is None  # FlopCounterMode, FakeTensorMode: they count F.linear
+        and backend() == "onednn"
+    )
+
+
+def matmul_nt(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b.T for 2-D a and b, on oneDNN where `onednn_applies`."""
+    return _product(a, b) if onednn_applies(a, b) else a @ b.T
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """`F.linear(x, weight, bias)`, on oneDNN where the module docstring says."""
+    if x.dim() < 2 or x.numel() < MIN_ROWS * x.shape[-1] or not onednn_applies(x, weight, bias):
+        return F.linear(x, weight, bias)
+    rows = x.reshape(-1, x.shape[-1])
+    return _OneDNNLinear.apply(rows, weight, bias).view(*x.shape[:-1], weight.shape[0])
+
+
+class Linear(nn.Linear):
+    """nn.Linear (same parameters, state dict and init) through `linear`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return linear(x, self.weight, self.bias)
