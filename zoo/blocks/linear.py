@@ -3,15 +3,16 @@
 torch's x86 wheels multiply float32 matrices with MKL, and MKL takes its fast AVX-512 kernels on
 Intel CPUs only: elsewhere it falls back to generic code. On this project's AMD EPYC (Zen 5) a
 (128, 256) x (256, 1024) product ran at ~100 GFLOPS on one core through MKL and ~230 through
-oneDNN, the library torch also ships (inductor calls it for frozen CPU linears; CTranslate2 picks
-it on AMD for the same reason): bench/results/cpu_linear.md. So the zoo's linears route their
+oneDNN, the library torch also ships (inductor calls it for frozen CPU linears; CTranslate2's CPU
+backend uses MKL on GenuineIntel CPUs only, `CT2_USE_MKL` overriding, for the same reason):
+bench/results/cpu_linear.md. So the zoo's linears route their
 three products (forward, input gradient, weight gradient) through oneDNN when:
 
 - the backend is "onednn": `ZOO_CPU_LINEAR=onednn|torch` chooses; unset, oneDNN is chosen where
   torch's BLAS is MKL and the CPU is not an Intel one (MKL's fast paths are Intel's);
-- the tensors are plain float32 CPU tensors with at least MIN_ROWS rows, outside autocast (bf16
-  products are oneDNN's already), torch.compile, torch.export, tracing and dispatch modes such
-  as FlopCounterMode (they see `F.linear`).
+- the tensors are plain float32 CPU tensors, the product at least MIN_MACS multiply-adds;
+- outside autocast (bf16 products are oneDNN's already), torch.compile, torch.export, tracing and
+  dispatch modes such as FlopCounterMode (they see `F.linear`).
 
 Everything else takes `F.linear`. The results equal `F.linear`'s to float32 rounding (the sums run
 in another order), and the state dict is nn.Linear's.
@@ -28,9 +29,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-# Below 4 rows (a single decoding step of one sentence) oneDNN's per-call setup outweighs its
-# faster kernel: 26 us against MKL's 17 at 1 x 256 x 1024, 27 against 46 at 4 rows.
-MIN_ROWS = 4
+# oneDNN costs ~18 us a call more than MKL before its faster kernel pays: a product of fewer
+# multiply-adds stays on F.linear (1 x 256 x 1024: 26 us against MKL's 17; 4 x 256 x 1024: 27
+# against 46; one row against GPT's 8,192 x 192 output projection: 215 against 394).
+MIN_MACS = 1 << 20
 BACKENDS = ("onednn", "torch")
 
 
@@ -85,7 +87,7 @@ def _plain(t: Tensor) -> bool:
 
 def onednn_applies(*tensors: Tensor | None) -> bool:
     """Whether products of these tensors (None: an absent bias) go to oneDNN: the conditions of
-    the module docstring, the row count aside."""
+    the module docstring, the product's size aside."""
     return (
         all(t is None or _plain(t) for t in tensors)
         and not torch.is_autocast_enabled("cpu")
@@ -103,7 +105,7 @@ def matmul_nt(a: Tensor, b: Tensor) -> Tensor:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`F.linear(x, weight, bias)`, on oneDNN where the module docstring says."""
-    if x.dim() < 2 or x.numel() < MIN_ROWS * x.shape[-1] or not onednn_applies(x, weight, bias):
+    if x.dim() < 2 or x.numel() * weight.shape[0] < MIN_MACS or not onednn_applies(x, weight, bias):
         return F.linear(x, weight, bias)
     rows = x.reshape(-1, x.shape[-1])
     return _OneDNNLinear.apply(rows, weight, bias).view(*x.shape[:-1], weight.shape[0])

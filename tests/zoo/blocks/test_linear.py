@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.blocks import linear as linear_module
-from zoo.blocks.linear import MIN_ROWS, Linear, backend, linear
+from zoo.blocks.linear import MIN_MACS, Linear, backend, linear
 
 needs_onednn = pytest.mark.skipif(
     not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN"
@@ -30,13 +30,16 @@ def use(monkeypatch):
     backend.cache_clear()
 
 
+IN, OUT = 128, 512  # 16 rows reach MIN_MACS
+
+
 def inputs(*shape, transpose=False):
     torch.manual_seed(0)
-    x = torch.randn(*shape, 24)
+    x = torch.randn(*shape, IN)
     if transpose:  # a strided view, as a transposed activation is
-        x = torch.randn(24, *shape).movedim(0, -1)
-    weight = torch.randn(40, 24, requires_grad=True)
-    bias = torch.randn(40, requires_grad=True)
+        x = torch.randn(IN, *shape).movedim(0, -1)
+    weight = torch.randn(OUT, IN, requires_grad=True)
+    bias = torch.randn(OUT, requires_grad=True)
     return x.requires_grad_(), weight, bias
 
 
@@ -47,7 +50,7 @@ def test_onednn_values_and_gradients_equal_f_linear(use, with_bias, transpose):
     calls = use("onednn")
     x, weight, bias = inputs(3, 7, transpose=transpose)
     bias = bias if with_bias else None
-    grad_out = torch.randn(3, 7, 40)
+    grad_out = torch.randn(3, 7, OUT)
     out = linear(x, weight, bias)
     grads = torch.autograd.grad(out, [x, weight] + ([bias] if with_bias else []), grad_out)
     assert len(calls) == 3  # the forward and both gradients' products
@@ -74,11 +77,11 @@ def test_a_broadcast_upstream_gradient_is_handled(use):
 @needs_onednn
 @pytest.mark.parametrize(
     "case",
-    ["float64", "few rows", "autocast", "backend torch"],
+    ["float64", "small product", "autocast", "backend torch"],
 )
 def test_falls_back_to_the_very_f_linear(use, case):
     calls = use("torch" if case == "backend torch" else "onednn")
-    x, weight, bias = inputs(MIN_ROWS - 1 if case == "few rows" else 8)
+    x, weight, bias = inputs(MIN_MACS // (IN * OUT) - 1 if case == "small product" else 32)
     if case == "float64":
         x, weight, bias = (t.detach().double() for t in (x, weight, bias))
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=case == "autocast"):
@@ -90,7 +93,7 @@ def test_falls_back_to_the_very_f_linear(use, case):
 @needs_onednn
 def test_inference_mode_takes_onednn(use):
     calls = use("onednn")
-    x, weight, bias = inputs(8)
+    x, weight, bias = inputs(32)
     with torch.inference_mode():
         out = linear(x, weight, bias)
     assert calls == [1] and not out.requires_grad
@@ -119,7 +122,7 @@ def test_flop_counter_sees_the_product(use):
     from torch.utils.flop_counter import FlopCounterMode
 
     calls = use("onednn")
-    x, weight, bias = inputs(8)
+    x, weight, bias = inputs(32)
     with FlopCounterMode(display=False) as counter:
         linear(x, weight, bias)
-    assert calls == [] and counter.get_total_flops() == 2 * 8 * 24 * 40
+    assert calls == [] and counter.get_total_flops() == 2 * 32 * IN * OUT
