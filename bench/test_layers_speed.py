@@ -2,7 +2,8 @@
 
     python -m pytest bench/test_layers_speed.py --benchmark-enable --benchmark-group-by=group
 
-Kept out of tests/ (CI runs with --benchmark-disable there). Causal layers, batch 4, d = 64,
+Kept out of tests/ (which never times anything); with the peer benches, `python -m pytest bench
+--benchmark-only` (bench/conftest.py). Causal layers, batch 4, d = 64,
 one CPU thread (several threads on a shared CPU spin-wait on each other and time the sharing).
 """
 
