@@ -57,6 +57,14 @@ class GPTDataConfig:
         default=8,
         metadata={"help": "wikiextractor: shorter paragraph lines are headings or list leftovers, dropped"},
     )
+    unk_below: int = field(
+        default=0,
+        metadata={
+            "help": "words seen fewer than this many times in the training text are written <unk> "
+            "in every split, as WikiText built its files (it used 3; zoo.data.rare_words); 0 = "
+            "the text as it is"
+        },
+    )
     tokenizer: str = field(
         default="",
         metadata={

@@ -27,6 +27,7 @@ from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.corpus import synthetic_documents
 from zoo.data.documents import MARKUP, Document, DocumentReader, wiki_files
 from zoo.data.paths import require, under_data_dir
+from zoo.data.rare_words import UNK, replace_rare, word_counts
 from zoo.data.seeding import example_rng
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,22 @@ def _file_texts(cfg: GPTDataConfig, path: Path, reader: ParagraphReader) -> list
 
 
 def load_texts(cfg: GPTDataConfig, split: str) -> list[str]:
+    """read_texts of `split`, with the words the training split has fewer than
+    `data.unk_below` times written `<unk>` (zoo.data.rare_words), when that is set."""
+    texts = read_texts(cfg, split)
+    if cfg.unk_below < 1:
+        return texts
+    counts = word_counts(texts if split == "train" else read_texts(cfg, "train"))
+    texts = replace_rare(texts, counts, cfg.unk_below)
+    rare = sum(count for count in counts.values() if count < cfg.unk_below)
+    log.info(
+        "%s: words seen fewer than %d times in training written %s (%d of %d training words, %.2f%%)",
+        split, cfg.unk_below, UNK, rare, counts.total(), 100 * rare / max(1, counts.total()),
+    )  # fmt: skip
+    return texts
+
+
+def read_texts(cfg: GPTDataConfig, split: str) -> list[str]:
     """One string per document of the recipe's `split` (train | valid; test for the built-in
     corpus, as many documents as valid, generated after them).
 

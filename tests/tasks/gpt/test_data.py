@@ -227,3 +227,13 @@ def test_real_sources_load(data_dir: Path, tokenizer: ByteBPETokenizer):
     )  # its README's
     stream = token_stream(texts[:3], tokenizer)
     assert (stream == tokenizer.eot_id).sum() == 3
+
+
+def test_unk_below_rewrites_every_split_by_the_training_counts(tmp_path: Path):
+    write(tmp_path / "train.txt", "A rare word, a common word.\n\nA common word again.\n")
+    write(tmp_path / "valid.txt", "A common word, never seen.\n")
+    cfg = text_config(tmp_path, unk_below=2)
+    # "a" is not "A": case counts, as in WikiText's vocabulary
+    assert load_texts(cfg, "train") == ["A <unk> word, <unk> common word.", "A common word <unk>."]
+    assert load_texts(cfg, "valid") == ["A common word, <unk> <unk>."]
+    assert load_texts(text_config(tmp_path), "valid") == ["A common word, never seen."]
