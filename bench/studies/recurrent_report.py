@@ -4,7 +4,7 @@ one line per model (PNG)."""
 
 from __future__ import annotations
 
-import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bench.output import write_study  # noqa: E402
 from bench.studies.variations_report import described  # noqa: E402
 from bench.tables import PCT, Column, markdown  # noqa: E402
 
@@ -153,9 +154,5 @@ def figure(record: dict[str, Any], path: Path) -> None:
 
 
 def write_report(record: dict[str, Any], out: Path, name: str) -> None:
-    """NAME.json, NAME.md and NAME.png in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (out / f"{name}.md").write_text(markdown_report(record))
-    figure(record, out / f"{name}.png")
-    print(f"wrote {out / name}.json, .md, .png")
+    """NAME.json, NAME.md and NAME.png in `out` (bench.output.write_study)."""
+    write_study(record, out, name, markdown_report(record), partial(figure, record))

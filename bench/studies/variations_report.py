@@ -4,7 +4,7 @@ against parameters (PNG)."""
 
 from __future__ import annotations
 
-import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bench.output import write_study  # noqa: E402
 from bench.tables import PCT, Column, markdown  # noqa: E402
 
 COLUMNS = [
@@ -142,9 +143,5 @@ def figure(record: dict[str, Any], path: Path) -> bool:
 
 
 def write_report(record: dict[str, Any], out: Path, name: str) -> None:
-    """NAME.json, NAME.md and NAME.png (once a row is measured) in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (out / f"{name}.md").write_text(markdown_report(record))
-    drawn = figure(record, out / f"{name}.png")
-    print(f"wrote {out / name}.json, .md{', .png' if drawn else ' (no row measured: no figure)'}")
+    """NAME.json, NAME.md and NAME.png in `out` (bench.output.write_study)."""
+    write_study(record, out, name, markdown_report(record), partial(figure, record))

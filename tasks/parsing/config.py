@@ -88,6 +88,14 @@ class DataConfig:
             "labels must be the treebank's, the vocabulary stays the treebank's"
         },
     )
+    extra_vocab_min_count: int = field(
+        default=0,
+        metadata={
+            "help": "words of data.extra_train seen at least this many times join the word "
+            "vocabulary, after the treebank's (the paper's semi-supervised vocabulary grew with its "
+            "silver text); 0 = the vocabulary stays the treebank's"
+        },
+    )
     upsample_primary: int = field(
         default=1,
         metadata={

@@ -108,13 +108,16 @@ class Vocab:
         self.symbol_index = _index(self.symbols)
 
     @classmethod
-    def build(cls, trees: list[Tree], bert: BertSpec | None = None) -> Vocab:
+    def build(cls, trees: list[Tree], bert: BertSpec | None = None, extra_words: list[str] = ()) -> Vocab:
+        """The tables of `trees`, words most frequent first; `extra_words` (frequent_words of
+        other trees) follow the trees' own words, so the trees' ids do not depend on them."""
         words = Counter(w for t in trees for w in t.leaves())
-        chars = Counter(c for w in words for c in w)
+        by_count = sorted(words, key=lambda w: (-words[w], w))
+        by_count += [w for w in extra_words if w not in words]
+        chars = {c for w in by_count for c in w}
         tags = sorted({tag for t in trees for _, tag in t.pos()})
         labels = sorted({label for t in trees for _, _, label in tree_spans(t)})
         phrases = sorted({s.label() for t in trees for s in t.subtrees() if is_phrase(s)})
-        by_count = sorted(words, key=lambda w: (-words[w], w))
         return cls(
             SPECIALS + by_count,
             SPECIALS + sorted(chars),
@@ -156,6 +159,15 @@ class Vocab:
             eos_id=SPECIAL_IDS.eos,
             vocab_size=len(self.symbols),
         )
+
+
+def frequent_words(trees: list[Tree], min_count: int) -> list[str]:
+    """The words of `trees` seen at least `min_count` times, most frequent first (ties by the
+    word); none when min_count < 1."""
+    if min_count < 1:
+        return []
+    words = Counter(w for t in trees for w in t.leaves())
+    return sorted((w for w, n in words.items() if n >= min_count), key=lambda w: (-words[w], w))
 
 
 def read_extra_trees(paths: list[str], vocab: Vocab) -> list[Tree]:

@@ -21,6 +21,7 @@ from tasks.parsing.data import (
     Encoded,
     Vocab,
     encode,
+    frequent_words,
     load_treebank,
     read_extra_trees,
     replace_rare,
@@ -120,20 +121,23 @@ class ParsingTask:
         train = [t for t in self.treebank["train"] if not limit or len(t.leaves()) <= limit]
         # The parser reads the last layer alone: a bare encoder checkpoint (BertModel) will do.
         self.bert = load_pretrained(self.cfg.model) if self.cfg.model.pretrained else None
-        # The vocabulary is the treebank's alone, so parsers trained with and without extra trees
-        # share it and parse as one ensemble.
-        self.vocab = Vocab.build(train, BertSpec.of(self.bert) if self.bert else None)
+        # The vocabulary is the treebank's alone unless data.extra_vocab_min_count says otherwise,
+        # so parsers trained with and without extra trees share it and parse as one ensemble.
+        spec = BertSpec.of(self.bert) if self.bert else None
+        self.vocab = Vocab.build(train, spec)
+        extra = [
+            t
+            for t in read_extra_trees(self.cfg.data.extra_train, self.vocab)
+            if not limit or len(t.leaves()) <= limit
+        ]
+        if self.cfg.data.extra_vocab_min_count:
+            self.vocab = Vocab.build(train, spec, frequent_words(extra, self.cfg.data.extra_vocab_min_count))
         gold = self._fitting([encode(t, self.vocab) for t in train], "training trees")
         # Rare words are counted in the treebank before upsampling, which would make none rare.
         counts = torch.bincount(
             torch.tensor([w for ex in gold for w in ex.word_ids]), minlength=len(self.vocab.words)
         )
         self.rare = set((counts == 1).nonzero().squeeze(1).tolist())
-        extra = [
-            t
-            for t in read_extra_trees(self.cfg.data.extra_train, self.vocab)
-            if not limit or len(t.leaves()) <= limit
-        ]
         self.examples: list[Encoded] = gold * self.cfg.data.upsample_primary + self._fitting(
             [encode(t, self.vocab) for t in extra], "data.extra_train trees"
         )

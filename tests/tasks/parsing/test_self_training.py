@@ -123,6 +123,29 @@ def test_an_epoch_reads_the_treebank_upsampled_and_each_extra_tree_once(handful,
     assert task.rare == alone.rare and task.rare
 
 
+def test_extra_vocab_min_count_adds_the_frequent_extra_words_after_the_treebanks(
+    handful, tmp_path: Path
+) -> None:
+    extra_trees = [t.copy(deep=True) for t in handful["train"][:3]]
+    for i, tree in enumerate(extra_trees):
+        tree[tree.leaf_treeposition(0)] = "zebra"  # three times
+        tree[tree.leaf_treeposition(1)] = f"okapi{i}"  # once each
+    extra = tmp_path / "extra.mrg"
+    extra.write_text("".join(t.pformat(margin=10**6) + "\n" for t in extra_trees))
+    context = RunContext(rank=0, world_size=1, local_rank=0, device="cpu")
+    tasks = {}
+    for count in (0, 2, 1):
+        cfg = tiny_config("seq2seq", str(tmp_path / f"run{count}"), 1)
+        cfg.data.extra_train, cfg.data.extra_vocab_min_count = [str(extra)], count
+        tasks[count] = ParsingTask(cfg, handful)
+        tasks[count].setup(context)
+    treebank = tasks[0].vocab.words
+    assert "zebra" not in treebank
+    assert tasks[2].vocab.words == [*treebank, "zebra"]
+    assert tasks[1].vocab.words == [*treebank, "zebra", "okapi0", "okapi1", "okapi2"]
+    assert tasks[1].rare == tasks[0].rare  # rarity is the treebank's
+
+
 def test_extra_trees_with_a_label_the_treebank_lacks_name_the_file_and_line(tmp_path: Path, capsys) -> None:
     extra = tmp_path / "extra.mrg"
     extra.write_text(
