@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zoo.config import UserError
@@ -134,6 +136,29 @@ def _batches(windows: list[_Window], batch_size: int) -> list[list[_Window]]:
     return groups
 
 
+def _checked(ids: Tensor, context: int, stride: int, batch_size: int) -> Tensor:
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be 1-D (N,), not {tuple(ids.shape)}")
+    if not 1 <= stride <= context or batch_size < 1:
+        raise ValueError(
+            f"need 1 <= stride <= context and batch_size >= 1: {stride=}, {context=}, {batch_size=}"
+        )
+    return ids.long().cpu()
+
+
+def _scored_batches(
+    ids: Tensor, context: int, stride: int, batch_size: int
+) -> Iterator[tuple[Tensor, Tensor, list[_Window]]]:
+    """(inputs, targets, windows) per batch of windows; targets an earlier window scored are
+    IGNORE_INDEX."""
+    for group in _batches(_windows(len(ids), context, stride), batch_size):
+        inputs = torch.stack([ids[w.begin : w.end] for w in group])
+        targets = torch.stack([ids[w.begin + 1 : w.end + 1] for w in group])
+        for row, window in enumerate(group):
+            targets[row, : window.end - window.begin - window.new] = IGNORE_INDEX
+        yield inputs, targets, group
+
+
 @torch.inference_mode()
 def sliding_window_nll(
     model: nn.Module, ids: Tensor, *, context: int, stride: int, batch_size: int
@@ -155,24 +180,35 @@ def sliding_window_nll(
         stride: tokens a window advances, 1..context.
         batch_size: windows per forward pass.
     """
-    if ids.ndim != 1:
-        raise ValueError(f"ids must be 1-D (N,), not {tuple(ids.shape)}")
-    if not 1 <= stride <= context or batch_size < 1:
-        raise ValueError(
-            f"need 1 <= stride <= context and batch_size >= 1: {stride=}, {context=}, {batch_size=}"
-        )
-    ids = ids.long().cpu()
+    ids = _checked(ids, context, stride, batch_size)
     device = next(model.parameters()).device
     nll, tokens = 0.0, 0
-    for group in _batches(_windows(len(ids), context, stride), batch_size):
-        inputs = torch.stack([ids[w.begin : w.end] for w in group])
-        targets = torch.stack([ids[w.begin + 1 : w.end + 1] for w in group])
-        for row, window in enumerate(group):  # targets scored by an earlier window
-            targets[row, : window.end - window.begin - window.new] = IGNORE_INDEX
+    for inputs, targets, _ in _scored_batches(ids, context, stride, batch_size):
         sums = model(inputs.to(device), targets.to(device), ignore_index=IGNORE_INDEX)
         nll += float(sums.nll)
         tokens += int(sums.units)
     return nll, tokens
+
+
+@torch.inference_mode()
+def token_nll(model: nn.Module, ids: Tensor, *, context: int, stride: int, batch_size: int) -> Tensor:
+    """(N,) float64: the NLL (nats) of each token of `ids` as sliding_window_nll scores it, 0 for
+    the first (never scored); their sum is sliding_window_nll's. For analyses of where the loss
+    goes; `model(ids)` must return logits (B, T, V), made whole per batch.
+
+    Args: as for sliding_window_nll.
+    """
+    ids = _checked(ids, context, stride, batch_size)
+    device = next(model.parameters()).device
+    out = torch.zeros(len(ids), dtype=torch.float64)
+    for inputs, targets, group in _scored_batches(ids, context, stride, batch_size):
+        logits = model(inputs.to(device)).float()
+        losses = F.cross_entropy(
+            logits.flatten(0, 1), targets.to(device).flatten(), ignore_index=IGNORE_INDEX, reduction="none"
+        ).view_as(targets)
+        for row, window in enumerate(group):
+            out[window.end - window.new + 1 : window.end + 1] = losses[row, -window.new :].double().cpu()
+    return out
 
 
 def _exp(x: float) -> float:

@@ -16,6 +16,7 @@ from tasks.gpt.perplexity import (
     score_ids,
     score_text,
     sliding_window_nll,
+    token_nll,
     wikitext_articles,
     wikitext_detokenize,
     wikitext_words,
@@ -37,7 +38,7 @@ def random_ids(count: int, seed: int = 1) -> Tensor:
     return torch.randint(0, VOCAB, (count,), generator=torch.Generator().manual_seed(seed))
 
 
-def token_nll(model: nn.Module, inputs: Tensor, target: int) -> float:
+def next_token_nll(model: nn.Module, inputs: Tensor, target: int) -> float:
     """-log p(target | inputs) from the logits path (no fused loss)."""
     with torch.no_grad():
         logits = model(inputs[None])[0, -1].double()
@@ -61,10 +62,22 @@ def test_stride_equal_to_context_is_disjoint_chunks(model: nn.Module):
 @pytest.mark.parametrize("count", [20, 40])  # within the context (full prefix), and beyond it
 def test_stride_one_is_per_token_scoring_on_the_prefix(model: nn.Module, count: int):
     ids, context = random_ids(count), 24
-    expected = sum(token_nll(model, ids[max(0, t - context) : t], int(ids[t])) for t in range(1, count))
+    expected = sum(next_token_nll(model, ids[max(0, t - context) : t], int(ids[t])) for t in range(1, count))
     nll, tokens = sliding_window_nll(model, ids, context=context, stride=1, batch_size=5)
     assert tokens == count - 1
     assert nll == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("stride", [1, 5, 24])
+def test_token_nll_gives_each_tokens_loss_summing_to_the_total(model: nn.Module, stride: int):
+    ids, context = random_ids(40), 24
+    per_token = token_nll(model, ids, context=context, stride=stride, batch_size=3)
+    nll, _ = sliding_window_nll(model, ids, context=context, stride=stride, batch_size=3)
+    assert per_token.shape == (40,) and per_token[0] == 0
+    assert float(per_token.sum()) == pytest.approx(nll, rel=1e-5)
+    if stride == 1:  # each token scored after its whole context
+        expected = [next_token_nll(model, ids[max(0, t - context) : t], int(ids[t])) for t in range(1, 40)]
+        assert per_token[1:].tolist() == pytest.approx(expected, rel=1e-5)
 
 
 class Recorder(nn.Module):
