@@ -72,8 +72,8 @@ def part_of_tokens(text: str, offsets: list[tuple[int, int]]) -> list[str]:
 
 
 def breakdown(nll: torch.Tensor, parts: list[str], words: int) -> list[dict[str, Any]]:
-    """Per part: tokens, NLL, shares, nats per token, and the per-word perplexity without its NLL.
-    `nll` and `parts` are per scored token."""
+    """Per part: tokens, NLL, shares, nats per token, and the per-word perplexity without its NLL;
+    then the whole ("all"). `nll` and `parts` are per scored token."""
     total, count = float(nll.sum()), len(parts)
     rows = []
     for part in PARTS:
@@ -91,7 +91,7 @@ def breakdown(nll: torch.Tensor, parts: list[str], words: int) -> list[dict[str,
             }
         )
     rows.append({"part": "all", "tokens": count, "token_share": 1.0, "nll": total, "nll_share": 1.0,
-                 "nats_per_token": total / count, "word_ppl_without": math.exp(total / words)})  # fmt: skip
+                 "nats_per_token": total / count, "word_ppl_without": None})  # fmt: skip
     return rows
 
 
@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "context": recipe.data.context,
         "stride": stride,
         "words": words,
+        "word_ppl": math.exp(float(nll.sum()) / words),
         "unk_below": recipe.data.unk_below,
         "hardware": {"cpu": cpu_model(), "torch": torch.__version__},
         "parts": rows,
@@ -142,8 +143,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     lines = [
         f"# Where `{args.run}`'s loss on {record['set']} goes",
         "",
-        f"`{record['command']}`; window {record['context']}, stride {stride}, {words:,} words "
-        f"(the WikiText count); the run's data.unk_below: {record['unk_below']}.",
+        f"`{record['command']}`; fp32, window {record['context']}, stride {stride}: perplexity "
+        f"{record['word_ppl']:,.2f} per word over {words:,} words (the WikiText count); the run's "
+        f"data.unk_below: {record['unk_below']}.",
         "",
         *markdown(rows, COLUMNS),
         "",
