@@ -26,13 +26,18 @@ def word_counts(texts: Iterable[str]) -> Counter[str]:
     return counts
 
 
-def replace_rare(texts: list[str], counts: Counter[str], below: int) -> list[str]:
-    """`texts` with every word counted fewer than `below` times (unseen words too) written UNK;
-    the text between words is kept as it is."""
+def replace_rare(texts: list[str], counts: Counter[str], below: int) -> tuple[list[str], int]:
+    """`texts` with every word counted fewer than `below` times (unseen words too) written UNK,
+    the text between words kept as it is; and how many words were replaced."""
     if below < 1:
-        return texts
+        return texts, 0
+    replaced = 0
 
     def word(match: re.Match[str]) -> str:
-        return match.group() if counts[match.group()] >= below else UNK
+        nonlocal replaced
+        if counts[match.group()] >= below:
+            return match.group()
+        replaced += 1
+        return UNK
 
-    return [WORD.sub(word, text) for text in texts]
+    return [WORD.sub(word, text) for text in texts], replaced
