@@ -171,10 +171,11 @@ def logged_results(run_dir: Path, max_steps: int) -> dict[str, Any]:
     }
 
 
-def training_seconds(records: list[dict]) -> float:
-    """Seconds in training steps: each train record closes a window of `tokens / tokens_per_s`
-    seconds, less the part of it spent in a validation (from the train record logged at a
-    validation's step to the validation's own record)."""
+def training_seconds(records: list[dict], unit: str = "tokens") -> float:
+    """Seconds in training steps: each train record closes a window of `UNIT / UNIT_per_s`
+    seconds (the runner logs the task's unit: tokens, or words for the parsers), less the part of
+    it spent in a validation (from the train record logged at a validation's step to the
+    validation's own record)."""
     train = {r["step"]: r for r in records if r["split"] == "train"}
     validations = [
         (train[r["step"]]["time"], r["time"]) for r in records if r["split"] == "valid" and r["step"] in train
@@ -182,7 +183,7 @@ def training_seconds(records: list[dict]) -> float:
     total = 0.0
     for record in train.values():
         end = record["time"]
-        start = end - record["tokens"] / record["tokens_per_s"]
+        start = end - record[unit] / record[f"{unit}_per_s"]
         overlap = sum(max(0.0, min(end, stop) - max(start, begin)) for begin, stop in validations)
         total += end - start - overlap
     return total

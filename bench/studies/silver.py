@@ -166,7 +166,7 @@ def trained(args: list[str], run_dir: Path) -> dict[str, Any]:
     return {
         "command": shown(TRAIN, args),
         "steps": steps,
-        "train_minutes": training_seconds(read_metrics(run_dir)) / 60,
+        "train_minutes": training_seconds(read_metrics(run_dir), unit="words") / 60,
         "dev_f1_best": best["f1"],
         "dev_best_step": best["step"],
         "dev_curve": [{"step": r["step"], "f1": r["f1"]} for r in valid],

@@ -74,9 +74,9 @@ class FakeCommands:
         run.mkdir(parents=True, exist_ok=True)
         (run / "summary.json").write_text(json.dumps({"step": steps}))
         records = [
-            {"split": "train", "step": steps // 2, "time": 100.0, "tokens": 600, "tokens_per_s": 10.0},
+            {"split": "train", "step": steps // 2, "time": 100.0, "words": 600, "words_per_s": 10.0},
             {"split": "valid", "step": steps // 2, "time": 110.0, "f1": 40.0},
-            {"split": "train", "step": steps, "time": 200.0, "tokens": 600, "tokens_per_s": 10.0},
+            {"split": "train", "step": steps, "time": 200.0, "words": 600, "words_per_s": 10.0},
             {"split": "valid", "step": steps, "time": 210.0, "f1": 30.0},
         ]
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
