@@ -27,7 +27,7 @@ from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.corpus import synthetic_documents
 from zoo.data.documents import MARKUP, Document, DocumentReader, wiki_files
 from zoo.data.paths import require, under_data_dir
-from zoo.data.rare_words import UNK, WORD, replace_rare, word_counts
+from zoo.data.rare_words import UNK, replace_rare, word_counts
 from zoo.data.seeding import example_rng
 
 log = logging.getLogger(__name__)
@@ -114,8 +114,7 @@ def load_texts(cfg: GPTDataConfig, split: str) -> list[str]:
     if cfg.unk_below < 1:
         return texts
     counts = word_counts(texts if split == "train" else read_texts(cfg, "train"))
-    words = sum(len(WORD.findall(text)) for text in texts)
-    texts, replaced = replace_rare(texts, counts, cfg.unk_below)
+    texts, replaced, words = replace_rare(texts, counts, cfg.unk_below)
     log.info(
         "%s: %d of %d words (%.2f%%) written %s: seen fewer than %d times in training",
         split, replaced, words, 100 * replaced / max(1, words), UNK, cfg.unk_below,

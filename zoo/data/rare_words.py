@@ -26,18 +26,20 @@ def word_counts(texts: Iterable[str]) -> Counter[str]:
     return counts
 
 
-def replace_rare(texts: list[str], counts: Counter[str], below: int) -> tuple[list[str], int]:
+def replace_rare(texts: list[str], counts: Counter[str], below: int) -> tuple[list[str], int, int]:
     """`texts` with every word counted fewer than `below` times (unseen words too) written UNK,
-    the text between words kept as it is; and how many words were replaced."""
+    the text between words kept as it is; how many words were replaced, and of how many (both 0
+    when nothing is replaced: below < 1)."""
     if below < 1:
-        return texts, 0
-    replaced = 0
+        return texts, 0, 0
+    replaced = seen = 0
 
     def word(match: re.Match[str]) -> str:
-        nonlocal replaced
+        nonlocal replaced, seen
+        seen += 1
         if counts[match.group()] >= below:
             return match.group()
         replaced += 1
         return UNK
 
-    return [WORD.sub(word, text) for text in texts], replaced
+    return [WORD.sub(word, text) for text in texts], replaced, seen

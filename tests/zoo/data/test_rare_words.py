@@ -13,10 +13,19 @@ def test_words_are_runs_of_word_characters_in_any_script():
 
 def test_words_below_the_threshold_and_unseen_words_become_unk():
     counts = word_counts(["the cat sat on the mat", "the cat ran"])
-    assert replace_rare(["the cat, a dog's mat!"], counts, 2) == ([f"the cat, {UNK} {UNK}'{UNK} {UNK}!"], 4)
-    assert replace_rare(["the cat, a dog's mat!"], counts, 3) == ([f"the {UNK}, {UNK} {UNK}'{UNK} {UNK}!"], 5)
+    text = ["the cat, a dog's mat!"]
+    assert replace_rare(text, counts, 2) == (
+        [f"the cat, {UNK} {UNK}'{UNK} {UNK}!"],
+        4,
+        6,
+    )
+    assert replace_rare(text, counts, 3) == (
+        [f"the {UNK}, {UNK} {UNK}'{UNK} {UNK}!"],
+        5,
+        6,
+    )
 
 
 def test_a_threshold_below_one_keeps_the_text():
     texts = ["anything at all"]
-    assert replace_rare(texts, word_counts([]), 0) == (texts, 0)
+    assert replace_rare(texts, word_counts([]), 0) == (texts, 0, 0)
