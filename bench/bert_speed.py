@@ -57,29 +57,55 @@ PRESETS = {  # Turc et al. (2019)'s BERT-Tiny and BERT-Mini, and BERT-base
 LENGTH = 128
 
 
-def pretraining_batch(vocab_size: int, batch: int, device: torch.device) -> dict[str, torch.Tensor]:
-    """Random ids with the shape statistics of BERT's phase-1 batches."""
+def pretraining_batch(
+    vocab_size: int, batch: int, device: torch.device, length: int = LENGTH
+) -> dict[str, torch.Tensor]:
+    """Random ids with the shape statistics of BERT's pretraining batches, and the masked
+    positions also as the original's fixed-width `masked_lm_positions` (`positions`, padded with
+    0, their labels -100 in `position_labels`)."""
     g = torch.Generator().manual_seed(0)
     lengths = torch.where(
         torch.rand(batch, generator=g) < 0.1,
-        torch.randint(8, LENGTH, (batch,), generator=g),
-        torch.full((batch,), LENGTH),
+        torch.randint(8, length, (batch,), generator=g),
+        torch.full((batch,), length),
     )
-    mask = torch.arange(LENGTH)[None] < lengths[:, None]
-    ids = torch.randint(5, vocab_size, (batch, LENGTH), generator=g).masked_fill(~mask, 0)
-    types = ((torch.arange(LENGTH)[None] >= lengths[:, None] // 2) & mask).long()
-    chosen = (torch.rand(batch, LENGTH, generator=g) < 0.15) & mask
+    mask = torch.arange(length)[None] < lengths[:, None]
+    ids = torch.randint(5, vocab_size, (batch, length), generator=g).masked_fill(~mask, 0)
+    types = ((torch.arange(length)[None] >= lengths[:, None] // 2) & mask).long()
+    chosen = (torch.rand(batch, length, generator=g) < 0.15) & mask
     labels = ids.masked_fill(~chosen, -100)
     nsp = torch.randint(0, 2, (batch,), generator=g)
-    tensors = dict(ids=ids, types=types, mask=mask, labels=labels, nsp=nsp)
+    # Chosen positions first in each row (a stable sort keeps their order), cut to the widest row.
+    width = int(chosen.sum(1).max())
+    order = torch.sort((~chosen).long(), dim=1, stable=True).indices[:, :width]
+    taken = chosen.gather(1, order)
+    positions = order.masked_fill(~taken, 0)
+    position_labels = labels.gather(1, order).masked_fill(~taken, -100)
+    tensors = dict(
+        ids=ids,
+        types=types,
+        mask=mask,
+        labels=labels,
+        nsp=nsp,
+        positions=positions,
+        position_labels=position_labels,
+    )
     return {k: v.to(device) for k, v in tensors.items()}
 
 
-def _zoo_step(model, b, optimizer, autocast: bool, *, every_position: bool = False) -> Callable[[], None]:
+def _zoo_step(
+    model, b, optimizer, autocast: bool, *, every_position: bool = False, static_positions: bool = False
+) -> Callable[[], None]:
     """zoo's step; `every_position` runs the MLM head everywhere as Hugging Face does (the
-    ablation that shows where the difference comes from)."""
-    chosen = None if every_position else b["labels"] != -100
-    targets = b["labels"].flatten() if every_position else b["labels"][chosen]
+    ablation that shows where the difference comes from); `static_positions` reads the masked
+    positions as fixed-width indices (what a compiled step takes: no data-dependent shape)."""
+    if every_position:
+        chosen, targets = None, b["labels"].flatten()
+    elif static_positions:
+        chosen, targets = b["positions"], b["position_labels"].flatten()
+    else:
+        chosen = b["labels"] != -100
+        targets = b["labels"][chosen]
 
     def step() -> None:
         with torch.autocast(b["ids"].device.type, dtype=torch.bfloat16, enabled=autocast):
@@ -113,18 +139,28 @@ def _hf_step(model, b, optimizer, autocast: bool) -> Callable[[], None]:
 
 
 def contenders(
-    preset: str, device: torch.device, compiled: bool = False
+    preset: str,
+    device: torch.device,
+    compiled: bool = False,
+    *,
+    batch: int | None = None,
+    length: int = LENGTH,
+    compile_peer: bool = True,
+    precisions: tuple[str, ...] = ("fp32", "bf16"),
 ) -> tuple[dict[str, Callable[[], None]], dict]:
     """The timed steps, named MODE/PRECISION/LIBRARY as in every peer bench (each synchronises a
-    GPU), and the setup; `compiled` adds both models under torch.compile (mode train+compile)."""
+    GPU), and the setup; `compiled` adds zoo (and, with `compile_peer`, Hugging Face) under
+    torch.compile (mode train+compile): zoo's compiled step takes the masked positions as
+    fixed-width indices, as the original BERT's input pipeline gives them."""
     spec = dict(PRESETS[preset])
-    batch = spec.pop("batch")
+    default_batch = spec.pop("batch")
+    batch = batch or default_batch
     torch.manual_seed(0)
     theirs = BertForPreTraining(BertConfig(max_position_embeddings=512, attn_implementation="sdpa", **spec))
     cfg, vocab_size, pad_id = config_from_hf(theirs.config.to_dict())
     ours = build_bert(cfg, vocab_size, pad_id)
     ours.load_state_dict(state_from_hf(theirs.state_dict()))
-    b = pretraining_batch(vocab_size, batch, device)
+    b = pretraining_batch(vocab_size, batch, device, length)
     every = partial(_zoo_step, every_position=True)
     steps = {
         "train/zoo": (ours.to(device), _zoo_step),
@@ -132,14 +168,11 @@ def contenders(
         "train/zoo_every_position": (ours, every),
     }
     if compiled:
-        steps.update(
-            {
-                "train+compile/zoo": (torch.compile(ours), _zoo_step),
-                "train+compile/hf": (torch.compile(theirs), _hf_step),
-            }
-        )
+        steps["train+compile/zoo"] = (torch.compile(ours), partial(_zoo_step, static_positions=True))
+        if compile_peer:
+            steps["train+compile/hf"] = (torch.compile(theirs), _hf_step)
     fns = {}
-    for precision in ("fp32", "bf16"):
+    for precision in precisions:
         for name, (model, make) in steps.items():
             mode, library = name.split("/")
             model.train()
@@ -156,7 +189,7 @@ def contenders(
         "preset": preset,
         **spec,
         "batch": batch,
-        "length": LENGTH,
+        "length": length,
         "tokens": int(b["mask"].sum()),
         "parameters": params,
     }

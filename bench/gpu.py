@@ -1,22 +1,27 @@
 """The GPU paths measured: zoo against its peers on one CUDA device, with model FLOPs utilisation.
 
-    python -m bench.gpu [--only vit,bert,translation,decode] [--repeats 10] [--compile] [--profile]
+    python -m bench.gpu [--only vit,bert,bert512,translation,decode] [--repeats 10] [--compile]
+        [--no-compile-peers] [--sizes recipe|realistic] [--precisions fp32,bf16] [--profile]
 
 The training benches of the CPU (bench.vit_speed, bench.bert_speed, bench.translation_speed
---train) at GPU-sized presets: ViT-B/16 at 224 px (batch 128) against timm, BERT-base
-(32 x 128 tokens) against Hugging Face's BertForPreTraining, the paper's base Transformer (6+6
-layers, d 512, 37,000 pieces, ~3,900 target tokens) against Marian, in fp32 and under bf16
-autocast, each precision its own interleaved round robin; `--compile` adds both libraries'
-models under torch.compile (inductor) in bf16. Beam search (4) of the base Transformer with
-random weights, forced to full length, against `generate` in fp32 and bf16.
+--train) at GPU-sized presets: ViT-B/16 at 224 px against timm, BERT-base at 128 and 512 tokens
+against Hugging Face's BertForPreTraining, the paper's base Transformer (6+6 layers, d 512,
+37,000 pieces) against Marian, in fp32 and under bf16 autocast, each precision its own
+interleaved round robin. `--sizes recipe` (default) takes the CPU recipes' batches (ViT 128
+images, BERT 32 x 128 or 8 x 512 tokens, the Transformer ~3,900 target tokens); `--sizes
+realistic` the papers' (256 images, 256 x 128 or 64 x 512 tokens, ~25,000 target tokens).
+`--compile` adds the models under torch.compile (inductor) in bf16 (zoo's alone with
+`--no-compile-peers`). Beam search (4) of the base Transformer with random weights, forced to
+full length, against `generate` in fp32 and bf16.
 
 MFU (model FLOPs utilisation) = the FLOPs a step does, counted by torch's FlopCounterMode on
 the eager step (matrix products and attention, forward and backward; each contender's own
 count, so zoo's MLM head at masked positions only does fewer FLOPs than Hugging Face's) over
 its median time and the device's dense peak: the datasheet's (H100/H200 SXM: 989 TFLOP/s
 bf16, 67 TFLOP/s fp32 without TF32) beside the ceiling measured here (an 8192^3 product).
-Writes bench/results/gpu_<device>.{json,md} (after each bench, so a time limit keeps what was
-measured); `--profile` first writes torch.profiler tables of each bench (gpu_<bench>_profile.txt).
+Writes bench/results/gpu_<device>[_realistic].{json,md} (after each bench, so a time limit keeps
+what was measured); `--profile` adds torch.profiler tables of each bench's bf16 steps
+(gpu_[realistic_]<bench>_profile.txt).
 The figures of the one GPU session so far, and what they mean: bench/results/gpu.md.
 """
 
@@ -71,41 +76,51 @@ def step_flops(fn: Callable[[], None]) -> int:
     return counter.get_total_flops()
 
 
-def contenders(what: str, device: torch.device, compiled: bool) -> tuple[dict[str, Callable], int, str, dict]:
+# Items per training step. "recipe": the batches of the CPU recipes, where a GPU waits on the
+# host; "realistic": the papers' steps (the Transformer's ~25,000 target tokens, BERT's 256 x 128
+# and 64 x 512 tokens, ViT's 256 images per device).
+SIZES = {
+    "recipe": {"vit": 128, "bert": 32, "bert512": 8, "translation": 128},
+    "realistic": {"vit": 256, "bert": 256, "bert512": 64, "translation": 800},
+}
+
+
+def contenders(
+    what: str,
+    device: torch.device,
+    compiled: bool,
+    *,
+    sizes: str = "recipe",
+    compile_peer: bool = True,
+    precisions: tuple[str, ...] = PRECISIONS,
+) -> tuple[dict[str, Callable], int, str, dict]:
     """The bench's callables, named MODE/PRECISION/LIBRARY, the items one call processes, their
     unit and the setup."""
+    batch = SIZES[sizes][what]
+    options = dict(compile_peer=compile_peer, precisions=precisions)
     if what == "vit":
         from bench import vit_speed
 
-        fns, setup = vit_speed.contenders("vit_base", device, compiled)
+        fns, setup = vit_speed.contenders("vit_base", device, compiled, batch=batch, **options)
         return {k: f for k, f in fns.items() if not k.startswith("fwd+bwd/")}, setup["batch"], "images", setup
-    if what == "bert":
+    if what in ("bert", "bert512"):
         from bench import bert_speed
 
-        fns, setup = bert_speed.contenders("base", device, compiled)
+        length = 512 if what == "bert512" else 128
+        fns, setup = bert_speed.contenders("base", device, compiled, batch=batch, length=length, **options)
         return fns, setup["tokens"], "tokens", setup
     from bench import translation_speed
 
-    preset = translation_speed.PRESETS["base"]
-    fns, tokens = translation_speed.training_contenders(preset, device, compiled)
+    preset = dataclasses.replace(translation_speed.PRESETS["base"], train_batch=batch)
+    fns, tokens = translation_speed.training_contenders(preset, device, compiled, **options)
     return fns, tokens, "target tokens", {"preset": "base", **vars(preset)}
 
 
-def write_profile(what: str, device: torch.device, path: Path) -> None:
-    """torch.profiler key averages (CPU and CUDA) of each library's bf16 eager training step
-    (three steps), or for `decode` of one fp32 beam search each: what a ratio comes from."""
+def write_profile(fns: dict[str, Callable], calls: int, command: str, path: Path) -> None:
+    """torch.profiler key averages (CPU and CUDA) of `calls` calls of each callable, after two
+    untimed ones: what a ratio comes from."""
     from torch.profiler import ProfilerActivity, profile
 
-    if what == "decode":
-        fns = {k: f for k, f in decode_contenders(device)[0].items() if k.startswith("decode/fp32/")}
-        calls = 1
-    else:
-        fns = {
-            k: f
-            for k, f in contenders(what, device, compiled=False)[0].items()
-            if k.startswith("train/bf16/")
-        }
-        calls = 3
     tables = []
     for name, fn in fns.items():
         fn(), fn()
@@ -117,26 +132,43 @@ def write_profile(what: str, device: torch.device, path: Path) -> None:
             + prof.key_averages().table(sort_by="cuda_time_total", row_limit=20, max_name_column_width=50)
         )
     path.write_text(
-        f"# `python -m bench.gpu --only {what} --profile`, {torch.cuda.get_device_name()}, "
-        f"torch {torch.__version__}\n\n" + "\n\n".join(tables) + "\n"
+        f"# `{command}`, {torch.cuda.get_device_name()}, torch {torch.__version__}\n\n"
+        + "\n\n".join(tables)
+        + "\n"
     )
 
 
 def training_rows(
-    what: str, device: torch.device, repeats: int, compiled: bool, peaks: dict[str, float] | None
+    what: str,
+    device: torch.device,
+    repeats: int,
+    compiled: bool,
+    peaks: dict[str, float] | None,
+    *,
+    sizes: str = "recipe",
+    compile_peer: bool = True,
+    precisions: tuple[str, ...] = PRECISIONS,
+    profile: Path | None = None,
 ) -> dict:
-    fns, items, unit, setup = contenders(what, device, compiled)
+    """Each contender's step timed in one round robin per precision, with FLOPs and MFU; given
+    `profile`, then the bf16 steps (compiled ones too) profiled there."""
+    fns, items, unit, setup = contenders(
+        what, device, compiled, sizes=sizes, compile_peer=compile_peer, precisions=precisions
+    )
     # bf16 compiled steps only: compiling costs ~a minute per model and precision here.
     fns = {k: f for k, f in fns.items() if not k.startswith("train+compile/fp32/")}
     # Compiled steps do the eager step's FLOPs; the counter runs on eager code.
     flops = {k: step_flops(f) for k, f in fns.items() if not k.startswith("train+compile/")}
     seconds = {}
-    for precision in PRECISIONS:
+    for precision in precisions:
         seconds.update(
             interleaved_medians(
                 {k: f for k, f in fns.items() if f"/{precision}/" in k}, repeats=repeats, warmup=2
             )
         )
+    if profile:
+        bf16 = {k: f for k, f in fns.items() if "/bf16/" in k and "every_position" not in k}
+        write_profile(bf16, 3, f"python -m bench.gpu --sizes {sizes} --only {what} --profile", profile)
     rows = []
     for name, s in seconds.items():
         mode, precision, library = name.split("/")
@@ -233,6 +265,7 @@ def markdown(result: dict) -> str:
     titles = {
         "vit": "ViT-B/16, 224 px, vs timm VisionTransformer",
         "bert": "BERT-base pretraining step vs Hugging Face BertForPreTraining",
+        "bert512": "BERT-base pretraining step at 512 tokens vs Hugging Face BertForPreTraining",
         "translation": "Transformer base training step vs Hugging Face MarianMTModel",
     }
     for what, title in titles.items():
@@ -244,8 +277,9 @@ def markdown(result: dict) -> str:
             "",
             f"Setup: {r['setup']}.",
             "",
-            f"| mode | precision | library | {r['unit']}/s | TFLOP/s | MFU | ratio zoo / peer |",
-            "|---|---|---|---|---|---|---|",
+            f"| mode | precision | library | {r['unit']}/s | TFLOP/s | MFU | ratio zoo / peer "
+            "| compiled / eager |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         by_key = {(x["mode"], x["precision"], x["library"]): x for x in r["rows"]}
         for (mode, precision, library), x in by_key.items():
@@ -258,10 +292,13 @@ def markdown(result: dict) -> str:
                 None,
             )
             ratio = f"{peer['seconds'] / x['seconds']:.2f}x" if library == "zoo" and peer else ""
+            eager = by_key.get(("train", precision, library)) if mode == "train+compile" else None
+            speedup = f"{eager['seconds'] / x['seconds']:.2f}x" if eager else ""
             tflops = f"{x['tflops']:.0f}" if x["tflops"] else "-"
             mfu = f"{100 * x['mfu']:.1f}%" if x.get("mfu") else "-"
             lines.append(
-                f"| {mode} | {precision} | {library} | {x['per_s']:,.0f} | {tflops} | {mfu} | {ratio} |"
+                f"| {mode} | {precision} | {library} | {x['per_s']:,.0f} | {tflops} | {mfu} | {ratio} "
+                f"| {speedup} |"
             )
         lines.append("")
     if "decode" in result:
@@ -287,15 +324,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", default="vit,bert,translation,decode", help="comma-separated benches")
+    parser.add_argument(
+        "--only", default="vit,bert,translation,decode", help="comma-separated benches (also bert512)"
+    )
     parser.add_argument("--repeats", type=int, default=10, help="interleaved timing rounds")
     parser.add_argument("--compile", action="store_true", help="add bf16 training steps under torch.compile")
+    parser.add_argument(
+        "--no-compile-peers", action="store_true", help="with --compile, compile zoo's steps alone"
+    )
+    parser.add_argument(
+        "--sizes", choices=sorted(SIZES), default="recipe", help=f"items per training step: {SIZES}"
+    )
+    parser.add_argument("--precisions", default=",".join(PRECISIONS), help="comma-separated: fp32,bf16")
     add_out_option(parser)
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="write torch.profiler tables (bf16 training steps; fp32 beam search) to "
-        "gpu_<bench>_profile.txt first",
+        help="write torch.profiler tables (bf16 training steps, compiled ones too; fp32 beam "
+        "search) to gpu_[realistic_]<bench>_profile.txt",
     )
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -304,17 +350,37 @@ def main() -> None:
     import transformers
 
     result = run_meta("bench.gpu", "transformers", transformers.__version__, {})
-    result.update(repeats=args.repeats, datasheet_peak=datasheet_peak(), measured_ceiling=measured_ceiling())
-    stem = Path(args.out) / f"gpu_{re.sub(r'[^A-Za-z0-9]+', '_', result['hardware']).strip('_').lower()}"
+    result.update(
+        sizes=args.sizes,
+        repeats=args.repeats,
+        datasheet_peak=datasheet_peak(),
+        measured_ceiling=measured_ceiling(),
+    )
+    suffix = "" if args.sizes == "recipe" else f"_{args.sizes}"
+    chip = re.sub(r"[^A-Za-z0-9]+", "_", result["hardware"]).strip("_").lower()
+    stem = Path(args.out) / f"gpu_{chip}{suffix}"
     stem.parent.mkdir(parents=True, exist_ok=True)
+    precisions = tuple(args.precisions.split(","))
     for what in args.only.split(","):
-        if args.profile:
-            write_profile(what, device, stem.parent / f"gpu_{what}_profile.txt")
+        profile = stem.parent / f"gpu{suffix}_{what}_profile.txt" if args.profile else None
         start = time.perf_counter()
         if what == "decode":
+            if profile:
+                fns = {k: f for k, f in decode_contenders(device)[0].items() if k.startswith("decode/fp32/")}
+                write_profile(fns, 1, "python -m bench.gpu --only decode --profile", profile)
             result[what] = decode_rows(device, max(3, args.repeats // 3))
         else:
-            result[what] = training_rows(what, device, args.repeats, args.compile, result["datasheet_peak"])
+            result[what] = training_rows(
+                what,
+                device,
+                args.repeats,
+                args.compile,
+                result["datasheet_peak"],
+                sizes=args.sizes,
+                compile_peer=not args.no_compile_peers,
+                precisions=precisions,
+                profile=profile,
+            )
         result[what]["wall_s"] = time.perf_counter() - start
         torch.cuda.empty_cache()
         # Written after each bench: a later failure or time limit keeps what was measured.

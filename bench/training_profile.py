@@ -5,7 +5,7 @@ the translation task runs it.
 
     python -m bench.training_profile [--threads 2] [--steps 5] [--unfused] [--out FILE]
 
-`--unfused` computes the (N, V) logits and then the loss (zoo.train.losses), as before the
+`--unfused` computes the (N, V) logits and then the loss (zoo.blocks.cross_entropy), as before the
 fused projection + loss of zoo.blocks.output_loss.
 
 Prints seconds per step and the operators by self time; `--out` also writes them to FILE
@@ -23,7 +23,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from zoo.models import ModelConfig, build_model
 from zoo.train.config import OptimConfig
-from zoo.train.losses import label_smoothed_cross_entropy
+from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 from zoo.train.optim import build_optimizer
 
 VOCAB, SOURCE_LEN, PAD = 8000, 14, 0

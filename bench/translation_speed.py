@@ -185,11 +185,16 @@ def autocast_step(step, precision: str, device: torch.device | None = None):
 
 
 def training_contenders(
-    p: Preset, device: torch.device | None = None, compiled: bool = False
+    p: Preset,
+    device: torch.device | None = None,
+    compiled: bool = False,
+    *,
+    compile_peer: bool = True,
+    precisions: tuple[str, ...] = ("fp32", "bf16"),
 ) -> tuple[dict, int]:
     """zoo's and Marian's training steps named MODE/PRECISION/LIBRARY as in every peer bench
-    (mode train+compile too when `compiled`), each synchronising a GPU, and the target tokens a
-    step trains on."""
+    (mode train+compile too when `compiled`: zoo's, and Marian's with `compile_peer`), each
+    synchronising a GPU, and the target tokens a step trains on."""
     device = device or torch.device("cpu")
     src, tgt_in, tgt_out = (t.to(device) for t in random_batch(p, p.train_batch))
     torch.manual_seed(0)
@@ -202,6 +207,7 @@ def training_contenders(
             {
                 ("train+compile", library): (torch.compile(model), loss)
                 for (_, library), (model, loss) in list(models.items())
+                if compile_peer or library == "zoo"
             }
         )
     fns = {
@@ -211,7 +217,7 @@ def training_contenders(
             ),
             device,
         )
-        for precision in ("fp32", "bf16")
+        for precision in precisions
         for (mode, library), (model, loss) in models.items()
     }
     return fns, int((tgt_out != PAD).sum())

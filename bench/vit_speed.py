@@ -73,11 +73,19 @@ def _infer_step(model: nn.Module, images: torch.Tensor, autocast: bool) -> Calla
 
 
 def contenders(
-    preset: str, device: torch.device, compiled: bool
+    preset: str,
+    device: torch.device,
+    compiled: bool,
+    *,
+    batch: int | None = None,
+    compile_peer: bool = True,
+    precisions: tuple[str, ...] = ("fp32", "bf16"),
 ) -> tuple[dict[str, Callable[[], None]], dict]:
-    """The timed callables, named MODE/PRECISION/LIBRARY (each synchronises a GPU), and the setup."""
+    """The timed callables, named MODE/PRECISION/LIBRARY (each synchronises a GPU), and the
+    setup; `compiled` adds zoo's (and with `compile_peer` timm's) training step compiled."""
     spec = dict(PRESETS[preset])
-    batch = spec.pop("batch")
+    default_batch = spec.pop("batch")
+    batch = batch or default_batch
     torch.manual_seed(0)
     theirs = VisionTransformer(num_classes=10, **spec)
     # timm normalises outside the model; our model divides by its stored std: set 0/1 so the
@@ -88,7 +96,7 @@ def contenders(
     images = torch.rand(batch, 3, spec["img_size"], spec["img_size"], device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
     fns = {}
-    for precision in ("fp32", "bf16"):
+    for precision in precisions:
         autocast = precision == "bf16"
         for name, model in models.items():
             fns[f"train/{precision}/{name}"] = synced(
@@ -98,7 +106,7 @@ def contenders(
                 _train_step(model, images, labels, None, autocast), device
             )
             fns[f"infer/{precision}/{name}"] = synced(_infer_step(model, images, autocast), device)
-            if compiled:
+            if compiled and (compile_peer or name == "zoo"):
                 fns[f"train+compile/{precision}/{name}"] = synced(
                     _train_step(torch.compile(model), images, labels, OPTIMIZERS[name](model), autocast),
                     device,

@@ -8,6 +8,10 @@ projected, its loss summed and its gradients with respect to the hidden states a
 computed at once while the chunk is still in cache, as in Liger-Kernel's fused linear
 cross-entropy; padding rows are dropped before any of it. The loss is a sum, so the gradients
 computed in the forward pass are only scaled by the incoming gradient in backward.
+
+Under torch.compile the loss is computed unfused (zoo.blocks.cross_entropy): dropping padding
+rows gives a data-dependent shape and the chunk loop a Python loop, each a graph break, while
+inductor fuses the log-softmax and the loss of the plain form itself.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 from zoo.blocks.linear import matmul_nt, onednn_applies
 
 # Rows per chunk on a CPU. Each chunk adds its (V, D) product into the weight gradient, a read
@@ -135,6 +140,12 @@ def linear_cross_entropy(
     Under autocast the products run in the autocast dtype and the softmax in fp32, as they would
     unfused.
     """
+    if torch.compiler.is_compiling():
+        return LossSums(
+            *label_smoothed_cross_entropy(
+                hidden @ weight.T, target, smoothing=smoothing, ignore_index=ignore_index
+            )
+        )
     device = hidden.device.type
     compute_dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else hidden.dtype
     target = target.reshape(-1)

@@ -38,8 +38,9 @@ class BertModelConfig:
 
 
 class PretrainingLogits(NamedTuple):
-    """mlm: (B, T, V), or (M, V) at the masked positions in row-major order. nsp: (B, 2),
-    index 0 = B continues A (Hugging Face's next_sentence_label)."""
+    """mlm: (B, T, V); (M, V) at masked positions given as a bool mask, in row-major order; or
+    (B, P, V) at positions given as indices. nsp: (B, 2), index 0 = B continues A (Hugging
+    Face's next_sentence_label)."""
 
     mlm: Tensor
     nsp: Tensor
@@ -185,10 +186,19 @@ class Bert(nn.Module):
         Args:
             masked_positions: bool (B, T); when given, the MLM head runs only there and returns
                 (M, V) rather than (B, T, V): the vocabulary projection dominates a small
-                model's cost and pretraining predicts 15% of the tokens.
+                model's cost and pretraining predicts 15% of the tokens. Or long (B, P), P
+                positions per row (the original's `masked_lm_positions`, padded to
+                `max_predictions_per_seq`), returning (B, P, V): a shape that does not depend on
+                the data, so torch.compile keeps one graph where a mask's M would break it.
         """
         hidden = self.encode(input_ids, token_type_ids, attention_mask)
-        predicted = hidden if masked_positions is None else hidden[masked_positions]
+        if masked_positions is None:
+            predicted = hidden
+        elif masked_positions.dtype == torch.bool:
+            predicted = hidden[masked_positions]
+        else:
+            index = masked_positions.unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
+            predicted = hidden.gather(1, index)
         mlm = self.mlm_head(predicted, self.embeddings.tokens.weight)
         return PretrainingLogits(mlm, self.nsp_head(self.pool(hidden)))
 

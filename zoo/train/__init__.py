@@ -4,7 +4,7 @@ from zoo.train.checkpoint import Trained, load_trained
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 from zoo.train.evaluation import evaluation
 from zoo.train.interrupt import Interrupted
-from zoo.train.losses import label_smoothed_cross_entropy
+from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 from zoo.train.runner import FitResult, Runner, TrainingDiverged, fit, move_to
 from zoo.train.task import RunContext, Task, Term
 

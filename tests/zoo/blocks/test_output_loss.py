@@ -5,7 +5,7 @@ import torch
 
 from zoo.blocks import linear_cross_entropy, output_loss
 from zoo.models import ModelConfig, build_model
-from zoo.train.losses import label_smoothed_cross_entropy
+from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 
 
 def reference(hidden, weight, target, smoothing, ignore_index):
@@ -108,3 +108,27 @@ def test_onednn_products_give_the_torch_products_loss_and_gradients(monkeypatch)
     assert len(calls) == 2 * 3  # each chunk's logits, hidden and weight gradients on oneDNN
     for got, want in zip(results["onednn"], results["torch"]):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_compiled_loss_is_one_graph_and_equals_the_fused_loss():
+    import torch._dynamo as dynamo
+
+    torch.manual_seed(0)
+    hidden = torch.randn(3, 6, 8, requires_grad=True)
+    weight = torch.randn(17, 8, requires_grad=True)
+    target = torch.randint(1, 17, (3, 6))
+    target[2, 3:] = 0
+
+    def loss(hidden, weight, target):
+        return linear_cross_entropy(hidden, weight, target, smoothing=0.1, ignore_index=0)
+
+    explained = dynamo.explain(loss)(hidden, weight, target)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    dynamo.reset()
+    fused = loss(hidden, weight, target)
+    traced = torch.compile(loss, backend="eager", fullgraph=True)(hidden, weight, target)
+    for got, want in zip(traced, fused):
+        torch.testing.assert_close(got, want)
+    grads = torch.autograd.grad(traced.loss, (hidden, weight))
+    for got, want in zip(grads, torch.autograd.grad(fused.loss, (hidden, weight))):
+        torch.testing.assert_close(got, want)

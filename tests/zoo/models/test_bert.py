@@ -42,6 +42,27 @@ def test_masked_positions_select_rows_of_the_full_logits():
     torch.testing.assert_close(some.nsp, full.nsp)
 
 
+def test_masked_positions_as_indices_gather_the_full_logits():
+    model = tiny(num_layers=1, dim=32, num_heads=2, ffn_dim=64)
+    ids, types, mask = inputs()
+    positions = torch.tensor([[1, 5, 0], [3, 3, 2], [7, 0, 4]])
+    with torch.no_grad():
+        full = model(ids, types, mask)
+        some = model(ids, types, mask, masked_positions=positions)
+    expected = torch.stack([full.mlm[row, index] for row, index in enumerate(positions)])
+    torch.testing.assert_close(some.mlm, expected)
+
+
+def test_masked_positions_as_indices_trace_as_one_graph():
+    import torch._dynamo as dynamo
+
+    model = tiny(num_layers=1, dim=32, num_heads=2, ffn_dim=64)
+    ids, types, mask = inputs()
+    positions = torch.tensor([[1, 5, 0], [3, 3, 2], [7, 0, 4]])
+    explained = dynamo.explain(model)(ids, types, mask, masked_positions=positions)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+
+
 def test_padding_does_not_change_real_positions():
     model = tiny(num_layers=3)
     ids, types, mask = inputs()

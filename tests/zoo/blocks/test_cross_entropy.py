@@ -2,7 +2,7 @@
 
 import torch
 
-from zoo.train.losses import label_smoothed_cross_entropy
+from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 
 
 def test_label_smoothing_equals_the_definition_with_padding_ignored():

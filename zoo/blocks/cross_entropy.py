@@ -1,4 +1,4 @@
-"""Losses shared by the tasks."""
+"""Label-smoothed cross-entropy over logits, the loss the tasks share."""
 
 from __future__ import annotations
 
@@ -27,4 +27,6 @@ def label_smoothed_cross_entropy(
     lprobs = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
     nll = -lprobs.gather(-1, target.masked_fill(~keep, 0)[:, None])[:, 0]
     loss = nll if smoothing == 0.0 else (1.0 - smoothing) * nll - smoothing * lprobs.mean(-1)
-    return loss[keep].sum(), nll[keep].sum().detach(), keep.sum()
+    # Masked, not indexed: a boolean index has a data-dependent shape, a graph break under
+    # torch.compile.
+    return torch.where(keep, loss, 0.0).sum(), torch.where(keep, nll, 0.0).sum().detach(), keep.sum()
