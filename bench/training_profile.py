@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 from zoo.models import ModelConfig, build_model
 from zoo.train.config import OptimConfig
-from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 from zoo.train.optim import build_optimizer
 
 VOCAB, SOURCE_LEN, PAD = 8000, 14, 0

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from zoo.blocks import linear_cross_entropy, output_loss
-from zoo.models import ModelConfig, build_model
 from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
+from zoo.models import ModelConfig, build_model
 
 
 def reference(hidden, weight, target, smoothing, ignore_index):
