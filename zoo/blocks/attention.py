@@ -216,7 +216,9 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor:
         """softmax(scores(q, k)) v on (n, H, T', Dk) queries (`rows` query rows grouped by
         `_group_rows`), by the path that is fastest or that the caller needs."""
-        maps = _RECORDING.get().get(self)
+        # Compiled code records nothing: dynamo cannot trace ContextVar.get (a graph break per
+        # attention call on torch 2.11), and a recording is a debugging aid, not a training path.
+        maps = None if torch.compiler.is_compiling() else _RECORDING.get().get(self)
         if maps is not None:  # attention maps: the weights written out, per query row
             out, weights = attention_reference(q, k, v, mask, is_causal, score_fn=self._scores)
             maps.append(rearrange(weights, "n h (g t) s -> (n g) h t s", g=rows // q.shape[0]))
