@@ -146,7 +146,8 @@ def decoding(data: dict, name: str) -> list[Record]:
 
 def sections(data: dict, name: str) -> list[Record]:
     """GPU bench files: one `rows` list per model section (vit, bert, translation), each row a
-    (mode, precision, library); zoo's rows get the ratio against the peer's row of the same step."""
+    (mode, precision, library); zoo's rows get the ratio against the peer's row of the same step,
+    compiled rows their speed-up over the same library's eager step."""
     records = []
     for section, part in data.items():
         if not (isinstance(part, dict) and "rows" in part):
@@ -162,7 +163,18 @@ def sections(data: dict, name: str) -> list[Record]:
                 None,
             )
             ratio = peer["seconds"] / row["seconds"] if row["library"] == "zoo" and peer else None
-            records.append({**row, "model": section, "unit": part["unit"], "ratio": ratio})
+            eager = next(
+                (
+                    p
+                    for p in part["rows"]
+                    if (p["mode"], p["precision"], p["library"]) == ("train", row["precision"], row["library"])
+                ),
+                None,
+            )
+            speedup = eager["seconds"] / row["seconds"] if row["mode"] == "train+compile" and eager else None
+            records.append(
+                {**row, "model": section, "unit": part["unit"], "ratio": ratio, "compile_speedup": speedup}
+            )
     return records
 
 
@@ -343,6 +355,21 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
             Column("TFLOP/s", "tflops", "{:.0f}"),
             Column("MFU", "mfu", "{:.1%}"),
             Column("ratio zoo / peer", "ratio", RATIO),
+        ),
+    ),
+    "gpu_realistic": Table(
+        ("gpu_nvidia_h200_realistic.json",),
+        sections,
+        (
+            Column("model", "model"),
+            Column("mode", "mode"),
+            Column("library", "library"),
+            Column("items/s", "per_s", RATE),
+            Column("unit", "unit"),
+            Column("TFLOP/s", "tflops", "{:.0f}"),
+            Column("MFU", "mfu", "{:.1%}"),
+            Column("ratio zoo / peer", "ratio", RATIO),
+            Column("compiled / eager", "compile_speedup", RATIO),
         ),
     ),
     "gpu_decode": Table(
