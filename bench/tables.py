@@ -167,7 +167,8 @@ def sections(data: dict, name: str) -> list[Record]:
                 (
                     p
                     for p in part["rows"]
-                    if (p["mode"], p["precision"], p["library"]) == ("train", row["precision"], row["library"])
+                    if p["mode"] == "train"
+                    and (p["precision"], p["library"]) == (row["precision"], row["library"])
                 ),
                 None,
             )
