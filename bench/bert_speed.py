@@ -26,7 +26,7 @@ from transformers import BertConfig, BertForPreTraining
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.convert.hf_bert import config_from_hf, state_from_hf
-from zoo.models.bert import build_bert
+from zoo.models.bert import build_bert, fixed_width_positions
 
 PRESETS = {  # Turc et al. (2019)'s BERT-Tiny and BERT-Mini, and BERT-base
     "tiny": dict(
@@ -75,20 +75,15 @@ def pretraining_batch(
     chosen = (torch.rand(batch, length, generator=g) < 0.15) & mask
     labels = ids.masked_fill(~chosen, -100)
     nsp = torch.randint(0, 2, (batch,), generator=g)
-    # Chosen positions first in each row (a stable sort keeps their order), cut to the widest row.
-    width = int(chosen.sum(1).max())
-    order = torch.sort((~chosen).long(), dim=1, stable=True).indices[:, :width]
-    taken = chosen.gather(1, order)
-    positions = order.masked_fill(~taken, 0)
-    position_labels = labels.gather(1, order).masked_fill(~taken, -100)
+    fixed = fixed_width_positions(chosen, int(chosen.sum(1).max()))
     tensors = dict(
         ids=ids,
         types=types,
         mask=mask,
         labels=labels,
         nsp=nsp,
-        positions=positions,
-        position_labels=position_labels,
+        positions=fixed.index,
+        position_labels=labels.gather(1, fixed.index).masked_fill(~fixed.taken, -100),
     )
     return {k: v.to(device) for k, v in tensors.items()}
 

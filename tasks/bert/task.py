@@ -15,17 +15,24 @@ from tasks.bert.data import EVAL_SEED, TOKENIZER_FILE, load_documents, make_exam
 from tasks.bert.examples import IGNORE_INDEX, Batch, PretrainingExamples
 from zoo.config import UserError
 from zoo.data.wordpiece import WordPieceTokenizer
-from zoo.models.bert import Bert, PretrainingLogits, build_bert
+from zoo.models.bert import Bert, FixedWidthPositions, PretrainingLogits, build_bert, fixed_width_positions
 from zoo.train import RunContext, Term, move_to
 
 
-def pretraining_terms(logits: PretrainingLogits, batch: Batch) -> dict[str, Term]:
+def pretraining_terms(
+    logits: PretrainingLogits, batch: Batch, positions: FixedWidthPositions | None = None
+) -> dict[str, Term]:
     """Summed cross-entropies and correct counts: `logits.mlm` holds the predicted positions
-    only (M, V), in the row-major order of `batch.mlm_labels != IGNORE_INDEX`."""
-    targets = batch.mlm_labels[batch.mlm_labels != IGNORE_INDEX]
-    mlm = F.cross_entropy(logits.mlm.float(), targets, reduction="sum")
+    only, (M, V) in the row-major order of `batch.mlm_labels != IGNORE_INDEX`, or (B, P, V) at
+    fixed-width `positions`."""
+    if positions is None:
+        targets = batch.mlm_labels[batch.mlm_labels != IGNORE_INDEX]
+    else:
+        targets = batch.mlm_labels.gather(1, positions.index).masked_fill(~positions.taken, IGNORE_INDEX)
+    mlm_logits, targets = logits.mlm.flatten(0, -2), targets.flatten()
+    mlm = F.cross_entropy(mlm_logits.float(), targets, reduction="sum", ignore_index=IGNORE_INDEX)
     nsp = F.cross_entropy(logits.nsp.float(), batch.nsp_labels, reduction="sum")
-    mlm_correct = (logits.mlm.detach().argmax(dim=-1) == targets).sum()
+    mlm_correct = (mlm_logits.detach().argmax(dim=-1) == targets).sum()  # never IGNORE_INDEX
     nsp_correct = (logits.nsp.detach().argmax(dim=-1) == batch.nsp_labels).sum()
     return {
         "mlm": Term(mlm, {"acc": 100.0 * mlm_correct}),  # logged as mlm_acc, nsp_acc
@@ -33,13 +40,16 @@ def pretraining_terms(logits: PretrainingLogits, batch: Batch) -> dict[str, Term
     }
 
 
-def forward(model: nn.Module, batch: Batch) -> PretrainingLogits:
-    """The model on a batch, the MLM head at the predicted positions only."""
+def forward(
+    model: nn.Module, batch: Batch, positions: FixedWidthPositions | None = None
+) -> PretrainingLogits:
+    """The model on a batch, the MLM head at the predicted positions only (given as
+    fixed-width `positions`, or else as the mask of the labels)."""
     return model(
         batch.input_ids,
         batch.token_type_ids,
         batch.attention_mask,
-        masked_positions=batch.mlm_labels != IGNORE_INDEX,
+        masked_positions=batch.mlm_labels != IGNORE_INDEX if positions is None else positions.index,
     )
 
 
@@ -116,7 +126,14 @@ class BertTask:
         }
 
     def train_step(self, model: nn.Module, batch: Batch) -> dict[str, Term]:
-        return pretraining_terms(forward(model, batch), batch)
+        # A compiled model gets the predicted positions at a fixed width, as the original's
+        # input pipeline gave them: a mask's count of positions is data, and breaks the graph.
+        positions = (
+            fixed_width_positions(batch.mlm_labels != IGNORE_INDEX, self.cfg.data.max_predictions_per_seq)
+            if self.cfg.train.compile
+            else None
+        )
+        return pretraining_terms(forward(model, batch, positions), batch, positions)
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         return score_examples(

@@ -203,6 +203,26 @@ class Bert(nn.Module):
         return PretrainingLogits(mlm, self.nsp_head(self.pool(hidden)))
 
 
+class FixedWidthPositions(NamedTuple):
+    """The original BERT's `masked_lm_positions` and `masked_lm_weights`: index (B, P) of the
+    predicted positions in order, padded with 0; taken (B, P) bool, False at padding."""
+
+    index: Tensor
+    taken: Tensor
+
+
+def fixed_width_positions(chosen: Tensor, width: int) -> FixedWidthPositions:
+    """The True positions of `chosen` (B, T) as P = `width` indices per row: a shape that does
+    not depend on the data, for torch.compile. Rows with more than `width` lose the rest (the
+    pretraining data never has more than `max_predictions_per_seq`)."""
+    if chosen.shape[1] < width:
+        chosen = torch.cat([chosen, chosen.new_zeros(chosen.shape[0], width - chosen.shape[1])], dim=1)
+    # A stable sort of "not chosen" puts each row's chosen positions first, in order.
+    order = torch.sort((~chosen).to(torch.uint8), dim=1, stable=True).indices[:, :width]
+    taken = chosen.gather(1, order)
+    return FixedWidthPositions(order.masked_fill(~taken, 0), taken)
+
+
 def build_bert(cfg: BertModelConfig, vocab_size: int, pad_id: int) -> Bert:
     """The BERT a config describes, for a vocabulary of `vocab_size` with [PAD] at `pad_id`."""
     return Bert(

@@ -114,3 +114,19 @@ def test_an_interrupted_run_resumes_on_the_same_batches(recipe, tmp_path):
     a, b = weights(tmp_path / "whole"), weights(tmp_path / "split")
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+
+
+def test_the_compiled_steps_fixed_width_positions_give_the_same_terms(recipe, tmp_path):
+    """Under train.compile the step reads the predicted positions at the fixed width
+    max_predictions_per_seq (no data-dependent shape); the terms equal the masked form's."""
+    recipe.train.max_steps = 1
+    task = FixedBatches(recipe, [range(0, 6)])
+    fit(recipe, task)
+    model = task.build_model().eval()
+    batch = task.train.collate(0, range(0, 6))
+    plain = task.train_step(model, batch)
+    recipe.train.compile = True
+    fixed = task.train_step(model, batch)
+    for name, term in plain.items():
+        torch.testing.assert_close(fixed[name].loss, term.loss)
+        torch.testing.assert_close(fixed[name].metrics["acc"], term.metrics["acc"])

@@ -3,9 +3,10 @@ tests/zoo/convert/test_hf_bert.py)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from zoo.models.bert import Bert, BertModelConfig, build_bert
+from zoo.models.bert import Bert, BertModelConfig, build_bert, fixed_width_positions
 
 
 def tiny(num_layers: int = 2, dim: int = 48, num_heads: int = 4, ffn_dim: int = 80) -> Bert:
@@ -80,3 +81,18 @@ def test_initialisation_and_tied_decoder():
     assert (model.mlm_head.bias == 0).all() and (model.encoder.layers[1].ffn_res.norm.weight == 1).all()
     names = [n for n, _ in model.named_parameters()]
     assert not any("decoder" in n for n in names)  # the MLM decoder is the word embedding matrix
+
+
+@pytest.mark.parametrize("width", [3, 20])  # 20: wider than the 17 positions of a row
+def test_fixed_width_positions_list_each_rows_chosen_positions_in_order(width):
+    chosen = torch.rand(4, 17, generator=torch.Generator().manual_seed(0)) < 0.15
+    chosen[0, [2, 9, 16]] = True
+    chosen[3] = False
+    chosen[2] = False
+    chosen[2, [0, 4]] = True
+    fixed = fixed_width_positions(chosen, width)
+    assert fixed.index.shape == fixed.taken.shape == (4, width)
+    for row in range(4):
+        expected = chosen[row].nonzero().flatten().tolist()[:width]
+        assert fixed.index[row][fixed.taken[row]].tolist() == expected
+        assert (fixed.index[row][~fixed.taken[row]] == 0).all()
