@@ -75,7 +75,10 @@ class DataConfig:
             "tag a CoNLL file (dev carved from it), span a SQuAD v1.1 JSON (split by article)"
         },
     )
-    valid: str = field(default="", metadata={"help": "classify: the validation TSV (tag, span: carved)"})
+    valid: str = field(
+        default="",
+        metadata={"help": "classify: the validation TSV ('' = carved from train as for tag; span: held out)"},
+    )
     test: str = field(
         default="", metadata={"help": "classify, tag: the test file ('' = the validation split)"}
     )
@@ -107,8 +110,10 @@ class DataConfig:
     )
     word_column: int = field(default=0, metadata={"help": "tag: the CoNLL column of the word"})
     tag_column: int = field(default=-1, metadata={"help": "tag: the CoNLL column of the tag"})
-    dev_size: int = field(default=1000, metadata={"help": "tag: sentences carved from train as dev"})
-    dev_seed: int = field(default=0, metadata={"help": "tag: seed of the dev carve"})
+    dev_size: int = field(
+        default=1000, metadata={"help": "tag, classify without data.valid: examples carved from train as dev"}
+    )
+    dev_seed: int = field(default=0, metadata={"help": "tag, classify: seed of the dev carve"})
     train_articles: int = field(
         default=38, metadata={"help": "span: the first N articles train, the rest are held out"}
     )
@@ -141,7 +146,8 @@ class DecodeConfig:
 # Options read by some heads only: under another head they must stay at their defaults.
 OWNERS = {
     **dict.fromkeys(("data.text_columns", "data.label_column", "data.labels"), ("classify",)),
-    **dict.fromkeys(("data.word_column", "data.tag_column", "data.dev_size", "data.dev_seed"), ("tag",)),
+    **dict.fromkeys(("data.word_column", "data.tag_column"), ("tag",)),
+    **dict.fromkeys(("data.dev_size", "data.dev_seed"), ("tag", "classify")),
     **dict.fromkeys(
         (
             "data.train_articles",
@@ -201,7 +207,5 @@ class FinetuneConfig(RunConfig):
             value = getattr(getattr(self, section), name)
             if self.head not in heads and value != getattr(defaults[section], name):
                 raise Invalid(key, f"only for the {' and '.join(heads)} head; head is {self.head}")
-        if self.data.train and self.head == "classify" and not self.data.valid:
-            raise Invalid("data.valid", "classify reads its validation TSV from a file too: name it")
         if self.data.max_seq_length <= self.data.max_query_length + 3 and self.head == "span":
             raise Invalid("data.max_seq_length", "leaves no room for the passage after the question")

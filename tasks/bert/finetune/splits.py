@@ -1,7 +1,9 @@
 """The examples of a recipe's split (train, valid, test), from its files or the built-in set.
 
 - classify: data.train, data.valid and data.test TSV files (test '' = valid: SST-2's labelled
-  test split is GLUE's server's); the validation and test labels must be the training set's.
+  test split is GLUE's server's); valid '' = a dev set carved from data.train as for tag, so
+  that a recipe reporting GLUE's dev set can choose its checkpoint on other examples. The
+  validation and test labels must be the training set's.
 - tag: data.train's CoNLL sentences, the dev set carved from them (data.dev_size sentences,
   data.dev_seed), data.test the test file ('' = the carved dev).
 - span: data.train's SQuAD articles, the first data.train_articles to train, the rest held
@@ -37,12 +39,12 @@ def read_split(cfg: FinetuneConfig, split: str, labels: list[str] | None = None)
             _check_labels(examples, labels, f"the built-in {split} set")
         return examples
     if cfg.head == "classify":
-        name = {"train": d.train, "valid": d.valid, "test": d.test or d.valid}[split]
         allowed = (d.labels or None) if split == "train" else labels
-        return read_labelled_tsv(
-            under_data_dir(d.data_dir, name), text_columns=d.text_columns, label_column=d.label_column,
-            labels=allowed,
-        )[0]  # fmt: skip
+        if split == "test" and (d.test or d.valid):
+            return _read_tsv(cfg, d.test or d.valid, allowed)
+        if d.valid:
+            return _read_tsv(cfg, d.train if split == "train" else d.valid, allowed)
+        return _carved_tsv(cfg, allowed)[split != "train"]
     if cfg.head == "tag":
         if split == "test" and d.test:
             return read_conll(
@@ -56,13 +58,32 @@ def read_split(cfg: FinetuneConfig, split: str, labels: list[str] | None = None)
     return train if split == "train" else held_out
 
 
+def _read_tsv(cfg: FinetuneConfig, name: str, labels: list[str] | None) -> list[Example]:
+    d = cfg.data
+    return read_labelled_tsv(
+        under_data_dir(d.data_dir, name), text_columns=d.text_columns, label_column=d.label_column,
+        labels=labels,
+    )[0]  # fmt: skip
+
+
+def _carved_tsv(cfg: FinetuneConfig, labels: list[str] | None) -> tuple[list[Example], list[Example]]:
+    """data.train less its dev carve, and the carve."""
+    return carve_dev(_read_tsv(cfg, cfg.data.train, labels), cfg.data.dev_size, cfg.data.dev_seed)
+
+
 def describe(cfg: FinetuneConfig, split: str) -> str:
     """Where the split's examples come from, in a few words."""
     d = cfg.data
     if not d.train:
         return f"the built-in {split} set"
     if cfg.head == "classify":
-        return {"train": d.train, "valid": d.valid, "test": d.test or d.valid}[split]
+        if split == "test" and (d.test or d.valid):
+            return d.test or d.valid
+        if d.valid:
+            return d.train if split == "train" else d.valid
+        if split == "train":
+            return f"{d.train} less the dev carve"
+        return f"{d.dev_size:,} examples carved from {d.train} (seed {d.dev_seed})"
     if cfg.head == "tag":
         if split == "train" or (split == "test" and d.test):
             return d.test if split == "test" else f"{d.train} less the dev carve"

@@ -189,3 +189,17 @@ def test_options_of_another_head_and_sizes_beside_an_init_are_refused():
         load_config(FinetuneConfig, None, ["model.init=runs/x", "model.dim=64"])
     with pytest.raises(ConfigError, match="key 'head': 'parse' is not one of classify, tag, span"):
         load_config(FinetuneConfig, None, ["head=parse"])
+
+
+def test_classify_without_a_validation_file_carves_its_dev_set_from_train(tmp_path):
+    rows = [f"phrase number {i}\t{i % 2}" for i in range(40)]
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    (tmp_path / "test.tsv").write_text("sentence\tlabel\nthe test one\t1\n")
+    common = [f"--data.data_dir={tmp_path}", "--data.train=train.tsv", "--data.dev_size=10"]
+    cfg = tiny_config("classify", str(tmp_path / "run"), *common, "--data.test=test.tsv")
+    train, dev = read_split(cfg, "train"), read_split(cfg, "valid", ["0", "1"])
+    assert len(train) == 30 and len(dev) == 10
+    assert sorted(e.texts[0] for e in train + dev) == sorted(r.split("\t")[0] for r in rows)
+    assert [e.texts[0] for e in read_split(cfg, "test", ["0", "1"])] == ["the test one"]
+    no_test = tiny_config("classify", str(tmp_path / "run2"), *common)
+    assert read_split(no_test, "test", ["0", "1"]) == dev  # no test file: the carve again
