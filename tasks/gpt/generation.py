@@ -40,6 +40,16 @@ class GenerationOptions(VerbOptions):
         default_factory=list, metadata={"help": 'generate: stop strings, e.g. --stop=\'[".", "\\n"]\''}
     )
     seed: int = field(default=0, metadata={"help": "generate: the sampling seed"})
+    cache_implementation: str = field(
+        default="dynamic",
+        metadata={"help": "generate: dynamic (growing KV cache) or static (fixed shapes, greedy/sampling)"},
+    )
+    compile: bool = field(
+        default=False,
+        metadata={
+            "help": "generate: static cache's one-token step under torch.compile (CUDA graphs on CUDA)"
+        },
+    )
 
     def check(self) -> None:
         super().check()
@@ -65,6 +75,8 @@ def generation_config(loaded: Any, options: GenerationOptions) -> GenerationConf
         pad_id=eot,
         stop_strings=list(options.stop),
         seed=options.seed,
+        cache_implementation=options.cache_implementation,
+        compile=options.compile,
     )
     config.check()
     return config

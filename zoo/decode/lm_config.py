@@ -47,6 +47,17 @@ class GenerationConfig:
         default_factory=list, metadata={"help": "a row stops once its new text contains one of these"}
     )
     seed: int = field(default=0, metadata={"help": "sampling: the seed of the random stream"})
+    cache_implementation: str = field(
+        default="dynamic",
+        metadata={
+            "help": "dynamic: the KV cache grows and ended rows leave the batch; static: fixed buffers, "
+            "every step the same shapes (greedy and sampling; zoo.decode.lm_static)"
+        },
+    )
+    compile: bool = field(
+        default=False,
+        metadata={"help": "static cache: run the one-token step under torch.compile (CUDA graphs on CUDA)"},
+    )
 
     def check(self) -> None:
         positive = {"max_new_tokens": 1, "num_beams": 1}
@@ -66,5 +77,13 @@ class GenerationConfig:
         for key in ("eos_id", "pad_id"):
             if getattr(self, key) is not None and getattr(self, key) < 0:
                 raise Invalid(key, f"must be an id (at least 0) or None, not {getattr(self, key)}")
+        if self.cache_implementation not in ("dynamic", "static"):
+            raise Invalid(
+                "cache_implementation", f"must be dynamic or static, not {self.cache_implementation!r}"
+            )
+        if self.cache_implementation == "static" and self.num_beams > 1:
+            raise Invalid("cache_implementation", "static serves greedy search and sampling: set num_beams 1")
+        if self.compile and self.cache_implementation != "static":
+            raise Invalid("compile", "compiles the static cache's step: set cache_implementation static")
         if any(not isinstance(s, str) or not s for s in self.stop_strings):
             raise Invalid("stop_strings", f"must be non-empty strings, not {self.stop_strings!r}")

@@ -24,6 +24,7 @@ from torch import Tensor
 from zoo.decode.lm_beam import beam_search_lm
 from zoo.decode.lm_config import GenerationConfig
 from zoo.decode.lm_state import CausalLM, LMState
+from zoo.decode.lm_static import StaticLMState
 from zoo.decode.lm_stopping import Stopping, new_token_limits
 from zoo.decode.logits_processors import process, warp
 
@@ -75,7 +76,15 @@ def generate(
         return []
     stopping = Stopping(config.eos_id, config.stop_strings, decode)
     limits = new_token_limits([len(p) for p in prompts], config.max_new_tokens, model.max_len)
-    state = LMState(model, prompts, pad_id=_pad_id(config), use_cache=use_cache)
+    if config.cache_implementation == "static":
+        if not use_cache:
+            raise ValueError("cache_implementation 'static' needs use_cache")
+        # The whole context, so that every call with this batch size has the same shapes (one
+        # compiled graph); more when left padding pushes the last column past it.
+        length = max(model.max_len, max(len(p) for p in prompts) + max(limits))
+        state = StaticLMState(model, prompts, pad_id=_pad_id(config), length=length, compile=config.compile)
+    else:
+        state = LMState(model, prompts, pad_id=_pad_id(config), use_cache=use_cache)
     if config.num_beams > 1:
         outputs = beam_search_lm(state, config, stopping, limits)
         for token in outputs[0] if on_token is not None else []:
@@ -98,8 +107,10 @@ def _one_per_row(
     limits: list[int],
     on_token: Callable[[int], None] | None,
 ) -> list[list[int]]:
-    """Greedy search or sampling: one id per row and step until every row has ended."""
+    """Greedy search or sampling: one id per row and step until every row has ended. Ended rows
+    leave the batch, except on a static cache, where they stay, ignored."""
     device = state.tokens.device
+    done = torch.zeros(len(limits), dtype=torch.bool, device=device)
     generator = torch.Generator(device=device).manual_seed(config.seed) if config.do_sample else None
     active = torch.arange(len(limits), device=device)  # each row's prompt
     row_limits = torch.tensor(limits, device=device)
@@ -110,14 +121,19 @@ def _one_per_row(
         state.append(chosen)
         if on_token is not None:
             on_token(int(chosen[0]))
-        ended = stopping.ended(state.generated, row_limits)
+        ended = stopping.ended(state.generated, row_limits) & ~done
         if ended.any():
             for row in ended.nonzero().squeeze(1).tolist():
                 outputs[int(active[row])] = state.generated[row].tolist()
+            if state.keeps_rows:
+                done |= ended
+                if done.all():
+                    break
+                continue
             if ended.all():
                 break
             keep = (~ended).nonzero().squeeze(1)  # ended rows leave the batch
-            active, row_limits = active[keep], row_limits[keep]
+            active, row_limits, done = active[keep], row_limits[keep], done[keep]
             state.select(keep)
     return outputs
 

@@ -54,6 +54,8 @@ class LMState:
             sequence at each step, the slow reference the cache is tested against).
     """
 
+    keeps_rows = False  # ended rows leave the batch (`select`)
+
     def __init__(
         self, model: CausalLM, prompts: list[list[int]], *, pad_id: int, use_cache: bool = True
     ) -> None:

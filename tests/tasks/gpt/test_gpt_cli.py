@@ -99,6 +99,9 @@ def test_generate_batches_prompts_and_equals_each_prompt_alone(run_dir, monkeypa
         alone += generate.main([str(run_dir), "--max_new_tokens=8", "--json"])
     assert [t.replace("\\n", "\n") for t in together] == alone
     assert all(text.startswith(prompt) for text, prompt in zip(alone, prompts))
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
+    static = generate.main([str(run_dir), "--max_new_tokens=8", "--cache_implementation=static", "--json"])
+    assert static == alone
 
 
 def test_one_prompt_streams_to_the_terminal(run_dir, monkeypatch, capsys):

@@ -1,0 +1,70 @@
+"""Generation on the static KV cache: the same ids as the growing cache, and one compiled graph
+for every one-token step."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo as dynamo
+
+from tests.zoo.decode.test_lm_generate import CONFIGS, eos_choices, random_gpt, random_prompts
+from zoo.config import Invalid
+from zoo.decode import GenerationConfig, generate, lm_static
+
+STATIC = {"cache_implementation": "static"}
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_greedy_on_the_static_cache_equals_the_growing_cache(name):
+    """Left-padded prompts of different lengths, rows ending early at EOS (they stay in the
+    static batch) and rows stopped by the context's end."""
+    model = random_gpt(CONFIGS[name])
+    prompts = random_prompts((5, 2, 8, 1, 44))
+    eos = eos_choices(model, prompts, 6)["emitted"]
+    for config in (dict(max_new_tokens=6, eos_id=eos), dict(max_new_tokens=9)):
+        dynamic = generate(model, prompts, GenerationConfig(**config))
+        assert generate(model, prompts, GenerationConfig(**config, **STATIC)) == dynamic
+    assert [len(row) for row in dynamic] == [9, 9, 9, 9, 4]  # the last row meets max_len 48
+
+
+def test_sampling_on_the_static_cache_draws_as_the_growing_cache():
+    """No row ends early, so both batches keep every row and draw the same stream."""
+    model = random_gpt()
+    config = dict(do_sample=True, top_k=10, max_new_tokens=7, min_new_tokens=7, seed=3)
+    prompts = random_prompts()
+    assert generate(model, prompts, GenerationConfig(**config, **STATIC)) == generate(
+        model, prompts, GenerationConfig(**config)
+    )
+
+
+def test_compiled_steps_trace_as_one_graph_without_recompiling(monkeypatch):
+    """fullgraph: a graph break would raise; error_on_recompile: a step whose shapes or guards
+    changed would raise. dynamo's eager backend traces as inductor would, without its code
+    generation (minutes on this CPU)."""
+
+    def eager_compiled(device):
+        return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
+
+    monkeypatch.setattr(lm_static, "compiled_step", eager_compiled)
+    dynamo.reset()
+    model = random_gpt()
+    prompts = random_prompts()
+    expected = generate(model, prompts, GenerationConfig(max_new_tokens=8))
+    with dynamo.config.patch(error_on_recompile=True):
+        compiled = generate(model, prompts, GenerationConfig(max_new_tokens=8, compile=True, **STATIC))
+    assert compiled == expected
+    dynamo.reset()
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        (dict(cache_implementation="paged"), "cache_implementation"),
+        (dict(cache_implementation="static", num_beams=2), "cache_implementation"),
+        (dict(compile=True), "compile"),
+    ],
+)
+def test_static_settings_are_checked(settings, key):
+    with pytest.raises(Invalid) as error:
+        GenerationConfig(**settings).check()
+    assert error.value.key == key
