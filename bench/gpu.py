@@ -234,6 +234,77 @@ def decode_contenders(device: torch.device) -> tuple[dict[str, Callable[[], int]
     return fns, {"preset": "base", "batch": len(src), "beam": ts.BEAM, **vars(preset)}
 
 
+def gpt_decode_contenders(
+    device: torch.device, preset: str = "gpt2_small", prompt: int = 64, new: int = 128
+) -> tuple[dict[str, Callable[[], int]], dict]:
+    """Greedy generation with GPT-2's architecture (random weights, end-of-text forbidden so that
+    every row makes `new` ids), named gpt/B/ENGINE for batches B of 1 and 8: zoo on its growing
+    cache, zoo on the static cache with its step compiled (CUDA graphs), Hugging Face `generate`;
+    each returns the ids it made, finished on the device."""
+    from bench.gpt_speed import PRESETS as SIZES
+    from bench.gpt_speed import models
+    from zoo.decode import GenerationConfig, generate
+
+    vocab = SIZES[preset].vocab
+    zoo, hf = (m.to(device) for m in models(preset, vocab, noise=0.02))
+    eot = vocab - 1
+    settings = dict(max_new_tokens=new, min_new_tokens=new, eos_id=eot)
+    static = dict(cache_implementation="static", compile=True)
+
+    def zoo_run(prompts: list[list[int]], config: GenerationConfig) -> Callable[[], int]:
+        def run() -> int:
+            out = generate(zoo, prompts, config)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            return sum(map(len, out))
+
+        return run
+
+    def hf_run(ids: torch.Tensor) -> Callable[[], int]:
+        def run() -> int:
+            with torch.inference_mode():
+                out = hf.generate(
+                    ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=new,
+                    min_new_tokens=new, pad_token_id=eot,
+                )  # fmt: skip
+            return int(out[:, ids.shape[1] :].numel())
+
+        return run
+
+    fns = {}
+    for batch in (1, 8):
+        ids = torch.randint(0, eot, (batch, prompt), generator=torch.Generator().manual_seed(batch))
+        fns[f"gpt/{batch}/zoo"] = zoo_run(ids.tolist(), GenerationConfig(**settings))
+        fns[f"gpt/{batch}/zoo_static_compiled"] = zoo_run(
+            ids.tolist(), GenerationConfig(**settings, **static)
+        )
+        fns[f"gpt/{batch}/hf"] = hf_run(ids.to(device))
+    return fns, {"preset": preset, "vocab": vocab, "prompt": prompt, "new": new, "batches": [1, 8]}
+
+
+def gpt_decode_rows(device: torch.device, repeats: int, **sizes) -> dict:
+    """New tokens/s of each engine, per batch its own round robin; the first call of each (the
+    compiled one compiles there) is the warmup."""
+    from bench.translation_speed import timed
+
+    fns, setup = gpt_decode_contenders(device, **sizes)
+    out = {}
+    for batch in setup["batches"]:
+        chosen = {k.split("/")[2]: f for k, f in fns.items() if k.startswith(f"gpt/{batch}/")}
+        for name, fn in chosen.items():
+            start = time.perf_counter()
+            fn()
+            seconds = out.setdefault("first_call_s", {})[f"{batch}/{name}"] = time.perf_counter() - start
+            print(f"gpt_decode batch {batch} {name}: first call {seconds:.1f} s", flush=True)
+        speed, _ = timed(chosen, repeats)
+        out[str(batch)] = {
+            "tokens_per_s": speed,
+            "static_compiled_vs_hf": speed["zoo_static_compiled"] / speed["hf"],
+            "static_compiled_vs_zoo": speed["zoo_static_compiled"] / speed["zoo"],
+        }
+    return {"setup": setup, "batches": out}
+
+
 def decode_rows(device: torch.device, repeats: int) -> dict:
     """zoo's beam search against generate, tokens/s, each precision its own round robin."""
     from bench.translation_speed import timed
@@ -317,6 +388,25 @@ def markdown(result: dict) -> str:
                 f"{x['tokens_per_s']['generate']:,.0f} | {x['ratio']:.2f}x |"
             )
         lines.append("")
+    if "gpt_decode" in result:
+        g = result["gpt_decode"]
+        lines += [
+            "## Greedy generation, GPT-2 architecture, random weights, vs Hugging Face generate",
+            "",
+            f"Setup: {g['setup']}; first calls (compiling included): {g['batches'].get('first_call_s')}.",
+            "",
+            "| batch | zoo tokens/s | zoo static + compiled | HF generate | static compiled / HF | / zoo |",
+            "|---|---|---|---|---|---|",
+        ]
+        for batch, x in g["batches"].items():
+            if batch == "first_call_s":
+                continue
+            t = x["tokens_per_s"]
+            lines.append(
+                f"| {batch} | {t['zoo']:,.0f} | {t['zoo_static_compiled']:,.0f} | {t['hf']:,.0f} | "
+                f"{x['static_compiled_vs_hf']:.2f}x | {x['static_compiled_vs_zoo']:.2f}x |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -325,7 +415,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--only", default="vit,bert,translation,decode", help="comma-separated benches (also bert512)"
+        "--only",
+        default="vit,bert,translation,decode",
+        help="comma-separated benches (also bert512, gpt_decode)",
     )
     parser.add_argument("--repeats", type=int, default=10, help="interleaved timing rounds")
     parser.add_argument("--compile", action="store_true", help="add bf16 training steps under torch.compile")
@@ -364,7 +456,9 @@ def main() -> None:
     for what in args.only.split(","):
         profile = stem.parent / f"gpu{suffix}_{what}_profile.txt" if args.profile else None
         start = time.perf_counter()
-        if what == "decode":
+        if what == "gpt_decode":
+            result[what] = gpt_decode_rows(device, max(3, args.repeats // 3))
+        elif what == "decode":
             if profile:
                 fns = {k: f for k, f in decode_contenders(device)[0].items() if k.startswith("decode/fp32/")}
                 write_profile(fns, 1, "python -m bench.gpu --only decode --profile", profile)
