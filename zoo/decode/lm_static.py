@@ -65,8 +65,9 @@ class StaticLMState(LMState):
                     torch._dynamo.mark_static_address(tensor)
             return logits
         positions = (self.lengths - 1).clamp(max=self.model.max_len - 1)[:, None]
-        # A copy: the view's strides grow with the ids, a new graph each step for torch.compile.
-        newest = self.tokens[:, -1:].contiguous()
+        # A copy with the standard strides: the view's grow with the ids, and torch.compile guards
+        # on strides (`contiguous()` keeps a one-row view's, which is contiguous already).
+        newest = self.tokens[:, -1:].clone(memory_format=torch.contiguous_format)
         return self.step(self.model, newest, positions, self.cache)
 
     def select(self, rows: Tensor) -> None:

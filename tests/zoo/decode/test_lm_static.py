@@ -48,11 +48,12 @@ def test_compiled_steps_trace_as_one_graph_without_recompiling(monkeypatch):
     monkeypatch.setattr(lm_static, "compiled_step", eager_compiled)
     dynamo.reset()
     model = random_gpt()
-    prompts = random_prompts()
-    expected = generate(model, prompts, GenerationConfig(max_new_tokens=8))
-    with dynamo.config.patch(error_on_recompile=True):
-        compiled = generate(model, prompts, GenerationConfig(max_new_tokens=8, compile=True, **STATIC))
-    assert compiled == expected
+    for prompts in (random_prompts(), random_prompts((6,))):  # one row: its views look contiguous
+        expected = generate(model, prompts, GenerationConfig(max_new_tokens=8))
+        dynamo.reset()
+        with dynamo.config.patch(error_on_recompile=True):
+            compiled = generate(model, prompts, GenerationConfig(max_new_tokens=8, compile=True, **STATIC))
+        assert compiled == expected
     dynamo.reset()
 
 
