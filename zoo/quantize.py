@@ -2,8 +2,9 @@
 
 The method is torch's own dynamic quantization (`torch.ao.quantization.quantize_dynamic`):
 weights int8 with one scale per output channel (as CTranslate2's per-row scales), activations
-quantized to uint8 at run time with one scale per tensor (8 bits where the CPU has VNNI, else
-torch's 7: `FULL_RANGE`), products in fbgemm's int8 kernels with int32 sums, outputs in float32.
+quantized to uint8 at run time (8 bits where the CPU has VNNI, else torch's 7: `FULL_RANGE`),
+each row on its own scale (`Int8Linear`), products in fbgemm's int8 kernels with int32 sums,
+outputs in float32.
 
 Chosen over torchao 0.18.0's `Int8DynamicActivationInt8WeightConfig` by one measurement
 (bench/results/int8.md, `python -m bench.int8_speed methods --compile`): a BERT encoder of
@@ -13,9 +14,9 @@ all-MiniLM-L6-v2's size at batch 32 x 128, one thread, ran 3.5x float32 with qua
 the verbs' eager loops (a new shape every decoding step, beams, caches, batches of every length)
 cannot pay. All kept the hidden states at cosine similarity >= 0.9998 to float32's. torch marks
 `torch.ao.quantization` deprecated (its warning points to torchao's `quantize_`), yet 2.14 ships
-and runs it; its warnings are silenced around the one call that raises them. Activations share
-one scale per tensor, so an input's outputs move slightly with the rest of its batch
-(CTranslate2 scales each row alone).
+and runs it; its warnings are silenced around the one call that raises them. torch's layer gives
+the activations one scale per tensor, so a row's outputs would move with the rest of its batch;
+`Int8Linear` scales each row alone, as CTranslate2 does.
 
 What becomes int8 and what stays float32:
 - int8: every `nn.Linear` the model calls as a module: attention's fused q/k/v and output
@@ -59,11 +60,21 @@ FLOAT_LINEARS = (nn.Linear, Linear)  # Linear: zoo.blocks.linear's, the zoo's ow
 
 
 class Int8Linear(dynamic.Linear):
-    """torch's dynamically quantized linear layer, with 8-bit activations where FULL_RANGE."""
+    """torch's dynamically quantized linear layer, with 8-bit activations where FULL_RANGE and
+    one activation scale per row (per token).
+
+    fbgemm's layer quantizes the activations with one scale per tensor, so a row of small values
+    shares the grid of the batch's largest and loses its precision to it (CTranslate2 scales each
+    row alone). Here each row is divided by its largest magnitude before the layer quantizes it and
+    its outputs multiplied back after, which gives every row its own grid for two elementwise
+    passes; the bias, kept out of the packed weights, is added last in float32.
+    """
 
     def forward(self, x: Tensor) -> Tensor:
+        rows = x.abs().amax(-1, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
         packed = self._packed_params._packed_params
-        return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=not FULL_RANGE).to(x.dtype)
+        out = torch.ops.quantized.linear_dynamic(x / rows, packed, reduce_range=not FULL_RANGE).mul_(rows)
+        return (out if self.float_bias is None else out.add_(self.float_bias)).to(x.dtype)
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Int8Linear:
@@ -73,7 +84,11 @@ class Int8Linear(dynamic.Linear):
             plain = nn.Linear(mod.in_features, mod.out_features, bias=mod.bias is not None, device="meta")
             plain.weight, plain.bias, plain.qconfig = mod.weight, mod.bias, mod.qconfig
             mod = plain
-        return super().from_float(mod, use_precomputed_fake_quant)
+        layer = super().from_float(mod, use_precomputed_fake_quant)
+        weight, bias = layer._packed_params._weight_bias()
+        layer.float_bias = bias
+        layer._packed_params.set_weight_bias(weight, None)
+        return layer
 
 
 def fp32_linears(model: nn.Module) -> set[nn.Linear]:

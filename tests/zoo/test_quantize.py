@@ -92,16 +92,21 @@ def test_every_linear_layer_is_int8_but_the_weights_read_as_tensors():
 @torch.no_grad()
 @pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")  # the reference's own rounding
 def test_an_int8_layer_is_the_float_product_of_its_rounded_activations_and_weights():
-    """int32 sums of int8 products, no int16 overflow: all-positive activations and weights are the
-    case where x86's pairwise int16 sums overflow at 8 bits without VNNI (then 7 bits are used)."""
+    """Each row rounded on its own grid (divided by its largest magnitude), int32 sums of int8
+    products with no int16 overflow: all-positive activations and weights are the case where
+    x86's pairwise int16 sums overflow at 8 bits without VNNI (then 7 bits are used)."""
     torch.manual_seed(0)
     linear = nn.Linear(256, 64)
     linear.weight.uniform_(0.0, 1.0)
-    layer = quantize_int8(nn.Sequential(linear))[0]
-    x = torch.rand(5, 256)
-    rounded = torch.quantize_per_tensor_dynamic(x, torch.quint8, not FULL_RANGE).dequantize()
-    expected = F.linear(rounded, layer.weight().dequantize(), layer.bias())
+    layer = quantize_int8(nn.Sequential(copy.deepcopy(linear)))[0]
+    x = torch.rand(5, 256) * torch.tensor([1e-3, 1.0, 10.0, 0.1, 100.0])[:, None]
+    rows = x.abs().amax(-1, keepdim=True)
+    rounded = torch.quantize_per_tensor_dynamic(x / rows, torch.quint8, not FULL_RANGE).dequantize()
+    expected = F.linear(rounded, layer.weight().dequantize()) * rows + linear.bias
     torch.testing.assert_close(layer(x), expected, rtol=1e-5, atol=1e-4)
+    # Every row as close to float32 as the others: none pays for the batch's largest.
+    error = (layer(x) - linear(x)).abs().amax(-1) / linear(x).abs().amax(-1)
+    assert error.max() < 0.01, error
 
 
 def test_a_model_off_the_cpu_is_refused():
