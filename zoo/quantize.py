@@ -21,15 +21,15 @@ the activations one scale per tensor, so a row's outputs would move with the res
 What becomes int8 and what stays float32:
 - int8: every `nn.Linear` the model calls as a module: attention's fused q/k/v and output
   projections, the feed-forward layers, poolers and task heads, and the encoder-decoder's output
-  projection even where it is tied to the embeddings (the module gets an int8 copy). CTranslate2's
-  `compute_type="int8"` quantizes its tied projection too.
-- float32: embeddings (a lookup, no product to speed up), norms, biases (added by the kernel in
-  float32), and two weights the models read as tensors rather than call as modules:
-  cross-attention's fused projection (its query rows sliced every step, its key and value rows
-  once per sentence: zoo.blocks.attention) and the tied output projection of GPT and of BERT's
-  masked-LM head (`F.linear` over the token embeddings). CTranslate2 stores all of these in int8,
-  embeddings included; here they stay float32 so that neither the models' code nor their
-  checkpoints change. GPT pays for it in decoding speed (bench/results/int8.md).
+  projection even where it is tied to the embeddings (the module gets an int8 copy); and GPT's
+  tied output projection, as an int8 copy in its `int8_output` slot (`GPT.logits` reads it).
+  CTranslate2's `compute_type="int8"` quantizes its tied projection too.
+- float32: embeddings (a lookup, no product to speed up), norms, biases (added in float32), and
+  two weights the models read as tensors rather than call as modules: cross-attention's fused
+  projection (its query rows sliced every step, its key and value rows once per sentence:
+  zoo.blocks.attention) and BERT's masked-LM head (`F.linear` over the token embeddings).
+  CTranslate2 stores all of these in int8, embeddings included; here they stay float32 so that
+  neither the models' code nor their checkpoints change.
 
 The quantized model is for inference only: no gradients, and the encoder-decoder's teacher-forced
 loss (which reads `output.weight`) is not available.
@@ -126,6 +126,11 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         quantize_dynamic(
             model, names, dtype=torch.qint8, mapping=dict.fromkeys(FLOAT_LINEARS, Int8Linear), inplace=True
         )
+        if hasattr(model, "int8_output"):  # GPT: an int8 copy of its tied output projection
+            vocab, dim = model.output_weight.shape
+            tied = nn.Linear(dim, vocab, bias=False, device="meta")
+            tied.weight, tied.qconfig = model.output_weight, per_channel_dynamic_qconfig
+            model.int8_output = Int8Linear.from_float(tied)
     return model.eval()
 
 

@@ -68,7 +68,14 @@ def test_translation_logits_stay_close_to_float32(arch):
 def test_gpt_logits_stay_close_to_float32():
     model = gpt_model()
     x = ids(3, 20)
-    assert min_cosine(quantize_int8(copy.deepcopy(model))(x), model(x)) > 0.99
+    quantized = quantize_int8(copy.deepcopy(model))
+    assert isinstance(quantized.int8_output, Int8Linear)  # the tied output projection too
+    assert min_cosine(quantized(x), model(x)) > 0.99
+    assert torch.equal(quantized.tokens.weight, model.tokens.weight)  # the embeddings stay float32
+    targets = x.roll(-1, 1)
+    sums = quantized(x, targets)  # perplexity's path: the loss of the int8 logits
+    expected = F.cross_entropy(quantized(x).flatten(0, 1), targets.flatten(), reduction="sum")
+    torch.testing.assert_close(sums.nll, expected)
 
 
 @torch.no_grad()

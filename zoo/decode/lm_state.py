@@ -19,7 +19,6 @@ import torch
 from torch import Tensor
 
 from zoo.blocks import CausalCache
-from zoo.blocks.linear import linear
 
 
 class CausalLM(Protocol):
@@ -27,7 +26,7 @@ class CausalLM(Protocol):
 
     max_len: int  # positions: a row's prompt plus its new ids fit in them
     vocab_size: int
-    output_weight: Tensor  # (V, D): logits = hidden @ output_weight^T
+    output_weight: Tensor  # (V, D): the output projection (its device is the model's)
 
     def hidden(
         self,
@@ -38,6 +37,9 @@ class CausalLM(Protocol):
         key_mask: Tensor | None = None,
     ) -> Tensor:
         """ids (N, T) -> the last hidden states (N, T, D)."""
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """hidden (..., D) -> next-token logits (..., V)."""
 
     def new_cache(self) -> CausalCache:
         """An empty KV cache."""
@@ -87,7 +89,7 @@ class LMState:
             key_mask = self.real
             positions = (self.lengths - 1)[:, None] if incremental else (self.real.cumsum(1) - 1).clamp(min=0)
         hidden = self.model.hidden(ids, cache=self.cache, positions=positions, key_mask=key_mask)
-        return linear(hidden[:, -1], self.model.output_weight).float()  # only the last position's logits
+        return self.model.logits(hidden[:, -1]).float()  # only the last position's logits
 
     def append(self, tokens: Tensor) -> None:
         """Extend every row by one id, tokens (N,)."""

@@ -17,7 +17,6 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from zoo.blocks.linear import linear
 from zoo.blocks.static_cache import StaticCausalCache
 from zoo.decode.lm_state import CausalLM, LMState
 
@@ -26,7 +25,7 @@ def static_step(model: CausalLM, ids: Tensor, positions: Tensor, cache: StaticCa
     """One step: ids (N, 1) at positions (N, 1) -> (N, V) float32 logits; the cache written and
     advanced."""
     hidden = model.hidden(ids, cache=cache, positions=positions)
-    logits = linear(hidden[:, -1], model.output_weight).float()
+    logits = model.logits(hidden[:, -1]).float()
     cache.advance()
     return logits
 

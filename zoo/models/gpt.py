@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zoo.blocks import CausalCache, CausalStack, Dropout, LayerSpec, LearnedPositions
+from zoo.blocks.cross_entropy import label_smoothed_cross_entropy
 from zoo.blocks.linear import linear
 from zoo.blocks.output_loss import LossSums, linear_cross_entropy
 from zoo.config import Invalid
@@ -130,6 +131,8 @@ class GPT(nn.Module):
             bias=bias,
         )
         self.blocks = CausalStack.uniform(num_layers, spec, final_norm=True)
+        # An int8 copy of the tied output projection, set by zoo.quantize (None: the tied one).
+        self.int8_output: nn.Module | None = None
         self.reset_parameters()
 
     @torch.no_grad()
@@ -148,6 +151,13 @@ class GPT(nn.Module):
     def output_weight(self) -> Tensor:
         """The output projection (V, D): the token embeddings, tied."""
         return self.tokens.weight
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """hidden (..., D) -> next-token logits (..., V) through the tied output projection, or
+        its int8 copy when the model is quantized."""
+        if self.int8_output is not None:
+            return self.int8_output(hidden)
+        return linear(hidden, self.output_weight)
 
     def new_cache(self) -> CausalCache:
         """An empty KV cache for incremental decoding (one entry per row)."""
@@ -191,11 +201,15 @@ class GPT(nn.Module):
     ) -> Tensor | LossSums:
         """Next-token logits (B, T, V); or, given `targets` (B, T) (`ignore_index` = no target),
         the summed loss, NLL and count with the projection and the loss fused, so that no
-        (B, T, V) tensor is made (nanoGPT's forward takes targets the same way). Other arguments
-        as for `hidden`."""
+        (B, T, V) tensor is made (nanoGPT's forward takes targets the same way); an int8 model's
+        loss comes from its int8 logits, unfused. Other arguments as for `hidden`."""
         hidden = self.hidden(ids, cache=cache, positions=positions, key_mask=key_mask)
         if targets is None:
-            return linear(hidden, self.output_weight)
+            return self.logits(hidden)
+        if self.int8_output is not None:
+            return LossSums(
+                *label_smoothed_cross_entropy(self.logits(hidden), targets, ignore_index=ignore_index)
+            )
         return linear_cross_entropy(hidden, self.output_weight, targets, ignore_index=ignore_index)
 
     def num_parameters(self, *, embeddings: bool = True) -> int:
