@@ -41,11 +41,10 @@ class StaticKVCache:
         return self.keys.shape[2]
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Write one step's (B, H, 1, Dh) keys/values at the position, make it visible (the new
-        token attends to itself) and return the whole buffers."""
+        """Write one step's (B, H, 1, Dh) keys/values at the position and return the whole
+        buffers (the position is made visible once per step, by StaticCausalCache.show_next)."""
         self.keys.index_copy_(2, self.position, k)
         self.values.index_copy_(2, self.position, v)
-        self.visible.index_fill_(3, self.position, True)
         return self.keys, self.values
 
     @property
@@ -91,6 +90,11 @@ class StaticCausalCache:
         return [self.position, self.visible] + [
             t for layer in self.layers for t in (layer.keys, layer.values)
         ]
+
+    def show_next(self) -> None:
+        """Make the position about to be written visible to every layer (the new token attends to
+        itself): once a step, not once a layer."""
+        self.visible.index_fill_(3, self.position, True)
 
     def advance(self) -> None:
         """Move the write position to the next column, after a step."""

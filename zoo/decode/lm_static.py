@@ -24,6 +24,7 @@ from zoo.decode.lm_state import CausalLM, LMState
 def static_step(model: CausalLM, ids: Tensor, positions: Tensor, cache: StaticCausalCache) -> Tensor:
     """One step: ids (N, 1) at positions (N, 1) -> (N, V) float32 logits; the cache written and
     advanced."""
+    cache.show_next()
     hidden = model.hidden(ids, cache=cache, positions=positions)
     logits = model.logits(hidden[:, -1]).float()
     cache.advance()
