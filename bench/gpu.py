@@ -288,13 +288,13 @@ def gpt_decode_rows(device: torch.device, repeats: int, **sizes) -> dict:
     from bench.translation_speed import timed
 
     fns, setup = gpt_decode_contenders(device, **sizes)
-    out = {}
+    out, first_call_s = {}, {}
     for batch in setup["batches"]:
         chosen = {k.split("/")[2]: f for k, f in fns.items() if k.startswith(f"gpt/{batch}/")}
         for name, fn in chosen.items():
             start = time.perf_counter()
             fn()
-            seconds = out.setdefault("first_call_s", {})[f"{batch}/{name}"] = time.perf_counter() - start
+            seconds = first_call_s[f"{batch}/{name}"] = time.perf_counter() - start
             print(f"gpt_decode batch {batch} {name}: first call {seconds:.1f} s", flush=True)
         speed, _ = timed(chosen, repeats)
         out[str(batch)] = {
@@ -302,7 +302,7 @@ def gpt_decode_rows(device: torch.device, repeats: int, **sizes) -> dict:
             "static_compiled_vs_hf": speed["zoo_static_compiled"] / speed["hf"],
             "static_compiled_vs_zoo": speed["zoo_static_compiled"] / speed["zoo"],
         }
-    return {"setup": setup, "batches": out}
+    return {"setup": setup, "first_call_s": first_call_s, "batches": out}
 
 
 def decode_rows(device: torch.device, repeats: int) -> dict:
@@ -393,14 +393,12 @@ def markdown(result: dict) -> str:
         lines += [
             "## Greedy generation, GPT-2 architecture, random weights, vs Hugging Face generate",
             "",
-            f"Setup: {g['setup']}; first calls (compiling included): {g['batches'].get('first_call_s')}.",
+            f"Setup: {g['setup']}; first calls (compiling included): {g['first_call_s']}.",
             "",
             "| batch | zoo tokens/s | zoo static + compiled | HF generate | static compiled / HF | / zoo |",
             "|---|---|---|---|---|---|",
         ]
         for batch, x in g["batches"].items():
-            if batch == "first_call_s":
-                continue
             t = x["tokens_per_s"]
             lines.append(
                 f"| {batch} | {t['zoo']:,.0f} | {t['zoo_static_compiled']:,.0f} | {t['hf']:,.0f} | "

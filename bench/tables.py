@@ -359,11 +359,12 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
         ),
     ),
     "gpu_realistic": Table(
-        ("gpu_nvidia_h200_realistic.json",),
+        ("gpu_nvidia_h200_realistic.json", "gpu_nvidia_h200_realistic_fp32.json"),
         sections,
         (
             Column("model", "model"),
             Column("mode", "mode"),
+            Column("precision", "precision"),
             Column("library", "library"),
             Column("items/s", "per_s", RATE),
             Column("unit", "unit"),
@@ -382,6 +383,18 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
             Column("zoo tokens/s", "tokens_per_s.zoo", RATE),
             Column("generate tokens/s", "tokens_per_s.generate", RATE),
             Column("ratio", "ratio", RATIO),
+        ),
+    ),
+    "gpu_gpt_decode": Table(
+        ("gpu_nvidia_h200.json",),
+        nested("gpt_decode.batches", "batch"),
+        (
+            Column("batch", "batch"),
+            Column("zoo tokens/s", "tokens_per_s.zoo", RATE),
+            Column("zoo static + compiled", "tokens_per_s.zoo_static_compiled", RATE),
+            Column("HF generate", "tokens_per_s.hf", RATE),
+            Column("static compiled / HF", "static_compiled_vs_hf", RATIO),
+            Column("static compiled / zoo", "static_compiled_vs_zoo", RATIO),
         ),
     ),
     "translation_multi30k_curve": Table(
