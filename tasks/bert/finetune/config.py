@@ -114,6 +114,13 @@ class DataConfig:
         default=1000, metadata={"help": "tag, classify without data.valid: examples carved from train as dev"}
     )
     dev_seed: int = field(default=0, metadata={"help": "tag, classify: seed of the dev carve"})
+    dev_min_words: int = field(
+        default=0,
+        metadata={
+            "help": "classify: carve the dev set from examples of at least N words and drop the training "
+            "examples inside them (a phrase-level training set such as SST-2's); 0 = a plain carve"
+        },
+    )
     train_articles: int = field(
         default=38, metadata={"help": "span: the first N articles train, the rest are held out"}
     )
@@ -148,6 +155,7 @@ OWNERS = {
     **dict.fromkeys(("data.text_columns", "data.label_column", "data.labels"), ("classify",)),
     **dict.fromkeys(("data.word_column", "data.tag_column"), ("tag",)),
     **dict.fromkeys(("data.dev_size", "data.dev_seed"), ("tag", "classify")),
+    "data.dev_min_words": ("classify",),
     **dict.fromkeys(
         (
             "data.train_articles",

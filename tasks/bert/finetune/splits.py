@@ -2,8 +2,9 @@
 
 - classify: data.train, data.valid and data.test TSV files (test '' = valid: SST-2's labelled
   test split is GLUE's server's); valid '' = a dev set carved from data.train as for tag, so
-  that a recipe reporting GLUE's dev set can choose its checkpoint on other examples. The
-  validation and test labels must be the training set's.
+  that a recipe reporting GLUE's dev set can choose its checkpoint on other examples (with
+  data.dev_min_words: whole sentences, their phrases dropped from training,
+  `readers.carve_sentence_dev`). The validation and test labels must be the training set's.
 - tag: data.train's CoNLL sentences, the dev set carved from them (data.dev_size sentences,
   data.dev_seed), data.test the test file ('' = the carved dev).
 - span: data.train's SQuAD articles, the first data.train_articles to train, the rest held
@@ -18,6 +19,7 @@ from tasks.bert.finetune.examples import builtin_labels, builtin_set
 from tasks.bert.finetune.readers import (
     Example,
     carve_dev,
+    carve_sentence_dev,
     read_conll,
     read_labelled_tsv,
     read_squad,
@@ -68,7 +70,11 @@ def _read_tsv(cfg: FinetuneConfig, name: str, labels: list[str] | None) -> list[
 
 def _carved_tsv(cfg: FinetuneConfig, labels: list[str] | None) -> tuple[list[Example], list[Example]]:
     """data.train less its dev carve, and the carve."""
-    return carve_dev(_read_tsv(cfg, cfg.data.train, labels), cfg.data.dev_size, cfg.data.dev_seed)
+    d = cfg.data
+    train = _read_tsv(cfg, d.train, labels)
+    if d.dev_min_words:
+        return carve_sentence_dev(train, d.dev_size, d.dev_seed, d.dev_min_words)
+    return carve_dev(train, d.dev_size, d.dev_seed)
 
 
 def describe(cfg: FinetuneConfig, split: str) -> str:
@@ -82,8 +88,10 @@ def describe(cfg: FinetuneConfig, split: str) -> str:
         if d.valid:
             return d.train if split == "train" else d.valid
         if split == "train":
-            return f"{d.train} less the dev carve"
-        return f"{d.dev_size:,} examples carved from {d.train} (seed {d.dev_seed})"
+            inside = " and the examples inside it" if d.dev_min_words else ""
+            return f"{d.train} less the dev carve{inside}"
+        whole = f" of {d.dev_min_words}+ words" if d.dev_min_words else ""
+        return f"{d.dev_size:,} examples{whole} carved from {d.train} (seed {d.dev_seed})"
     if cfg.head == "tag":
         if split == "train" or (split == "test" and d.test):
             return d.test if split == "test" else f"{d.train} less the dev carve"

@@ -16,6 +16,7 @@ from tasks.bert.finetune.readers import (
     SquadExample,
     TaggedSentence,
     carve_dev,
+    carve_sentence_dev,
     read_conll,
     read_labelled_tsv,
     read_squad,
@@ -155,6 +156,27 @@ def test_carve_takes_counts_and_is_pinned():
 @pytest.mark.parametrize("size", [0, 0.01, 10, 1.0])
 def test_carve_refuses_an_empty_split(size):
     refused(lambda: carve_dev(list(range(10)), size), f"dev size {size} of 10 items")
+
+
+def test_a_sentence_carve_holds_whole_sentences_and_drops_their_phrases_from_training():
+    sentences = [f"s{i} w{i} plays a very good game today" for i in range(6)]
+    phrases = [" ".join(s.split()[a:b]) for s in sentences for a, b in ((0, 2), (1, 8))]
+    other = ["a very good game", "s1 w1 plays badly"]  # inside every sentence / inside none
+    items = [Example((t,), str(i % 2)) for i, t in enumerate(sentences + phrases + other)]
+    train, dev = carve_sentence_dev(items, 2, seed=0, min_words=8)
+    assert len(dev) == 2 and all(len(e.texts[0].split()) >= 8 for e in dev)
+    inside = [e for e in items if any(f" {e.texts[0]} " in f" {d.texts[0]} " for d in dev)]
+    assert len(inside) == 2 + 2 * 2 + 1  # the dev sentences, their two phrases each, the shared one
+    assert train == [e for e in items if e not in inside]
+    assert "s1 w1 plays badly" in [e.texts[0] for e in train]
+    assert (train, dev) == carve_sentence_dev(items, 2, seed=0, min_words=8)
+
+
+def test_a_sentence_carve_refuses_when_no_example_is_long_enough():
+    refused(
+        lambda: carve_sentence_dev([Example(("two words",), "0")] * 3, 1, seed=0, min_words=5),
+        "no training example has 5 words or more",
+    )
 
 
 # ---- SQuAD
