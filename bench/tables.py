@@ -386,9 +386,10 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
         ),
     ),
     "gpu_gpt_decode": Table(
-        ("gpu_nvidia_h200.json",),
+        ("gpu_nvidia_h200.json", "gpu_nvidia_h200_gpt_decode2.json"),
         nested("gpt_decode.batches", "batch"),
         (
+            Column("file", "file"),
             Column("batch", "batch"),
             Column("zoo tokens/s", "tokens_per_s.zoo", RATE),
             Column("zoo static + compiled", "tokens_per_s.zoo_static_compiled", RATE),
