@@ -43,6 +43,7 @@ from zoo.train.distributed import (
 )
 from zoo.train.evaluation import autocast, evaluation
 from zoo.train.interrupt import Interrupted, StopRequest
+from zoo.train.memory import peak_memory_gib
 from zoo.train.metrics_log import MetricsLog, read_metrics
 from zoo.train.optim import build_optimizer
 from zoo.train.rundir import RunDirectory, may_change_on_resume
@@ -573,6 +574,7 @@ class Runner:
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "device": str(self.run.device),
             "world_size": self.run.world_size,
+            **peak_memory_gib(self.run.device),
         }
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
@@ -616,6 +618,8 @@ class Runner:
         record[self.unit_name] = units
         record[self.unit_name + "_per_s"] = units / max(seconds, 1e-9)
         record["lr"] = self.scheduler.get_last_lr()[0]
+        if self.run.device.type == "cuda":
+            record.update(peak_memory_gib(self.run.device))
         return record
 
 

@@ -2,6 +2,7 @@
 bf16, EMA, evaluation context."""
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,16 @@ def test_toy_task_learns(tiny_cfg):
     result = fit(tiny_cfg, ToyTask(tiny_cfg))
     assert result.metrics["token_acc"] >= 0.95
     assert '"token_acc"' in (result.run_dir / "summary.json").read_text()
+
+
+def test_the_summary_reports_the_processes_peak_memory_in_gib(tiny_cfg):
+    tiny_cfg.train.max_steps = 2
+    summary = json.loads((fit(tiny_cfg, ToyTask(tiny_cfg)).run_dir / "summary.json").read_text())
+    status = Path("/proc/self/status").read_text()
+    peak_kib = int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+    # the kernel's peak now, which can only have grown since the summary, and not by 1024x (a unit slip)
+    assert peak_kib / 2**20 / 2 <= summary["peak_rss_gib"] <= peak_kib / 2**20
+    assert "peak_cuda_gib" not in summary  # a CPU run
 
 
 def test_resume_continues_exactly(tiny_cfg, tmp_path):
