@@ -68,6 +68,8 @@ class Budget:
         max_steps: optimizer steps per row (warm-up a quarter, validations at half and end).
         threads: CPU threads for training and evaluation.
         device: where the evaluate command runs (training takes the runner's train.device=auto).
+        seed: the runs' train.seed (0, the recipe's, is left out of the commands): another seed
+            retrains the rows to show how much of a difference between them is chance.
     """
 
     out_root: Path
@@ -75,6 +77,7 @@ class Budget:
     max_steps: int = STUDY_STEPS
     threads: int = 2
     device: str = "cpu"
+    seed: int = 0
 
     def run_dir(self, row: Row) -> Path:
         return self.out_root / row.name
@@ -88,6 +91,7 @@ class Budget:
             f"--train.eval_every={max(1, self.max_steps // 2)}",
             "--decode.eval_beam_size=1",
             f"--train.threads={self.threads}",
+            *([f"--train.seed={self.seed}"] if self.seed else []),
         ]
 
     def train_args(self, row: Row) -> list[str]:

@@ -1,7 +1,7 @@
 """The paper's Table 3 in miniature: variations on the Transformer, trained on Multi30k En->De.
 
     python -m bench.studies.variations [--rows base,A,B,C,D,E,scores] [--data_dir DIR] [--threads N]
-        [--max_steps 800] [--out_root runs/studies/variations] [--out bench/results] [--dry_run]
+        [--max_steps 800] [--seed 0] [--out_root runs/studies/variations] [--out bench/results] [--dry_run]
 
 The base is the `multi30k` recipe's model, not the paper's: 3+3 layers, d_model 256, d_ff 1024,
 4 heads (d_k = d_v = 64), dropout 0.3 (the paper's base: 0.1), label smoothing 0.1, sinusoidal
@@ -16,7 +16,9 @@ positions, and the score functions of section 3.2.1. Rows equal to the base (hea
 resumes where it stopped, and a finished row is neither trained nor measured again.
 
 Writes studies_variations.{json,md,png} into --out (runs/bench unless told; bench/results to
-record them) from every row measured so far, whichever rows this command ran.
+record them) from every row measured so far, whichever rows this command ran. `--seed N` retrains
+the chosen rows from another seed, in runs/studies/variations-seedN, reported as
+studies_variations_seedN: the spread between seeds is what a difference between rows must exceed.
 """
 
 from __future__ import annotations
@@ -174,13 +176,21 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "--max_steps", type=int, default=STUDY_STEPS, help="steps per row (smoke tests: fewer)"
     )
     parser.add_argument(
-        "--out_root", type=Path, default=OUT_ROOT / "variations", help="the rows' run directories"
+        "--seed", type=int, default=0, help="train.seed of every run (0: the recipe's, the main table)"
+    )
+    parser.add_argument(
+        "--out_root",
+        type=Path,
+        default=None,
+        help="the rows' run directories (default runs/studies/variations, -seedN with --seed N)",
     )
     parser.add_argument(
         "--dry_run", action="store_true", help="print every chosen row's commands; run nothing"
     )
     add_out_option(parser)
     args = parser.parse_args(argv)
+    if args.out_root is None:
+        args.out_root = OUT_ROOT / ("variations" + (f"-seed{args.seed}" if args.seed else ""))
     if args.max_steps < 2 or args.threads < 1:
         raise UserError(
             f"--max_steps must be at least 2 and --threads at least 1, not {args.max_steps}, {args.threads}"
@@ -193,7 +203,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = arguments(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    budget = Budget(args.out_root, args.data_dir, args.max_steps, args.threads, device)
+    budget = Budget(args.out_root, args.data_dir, args.max_steps, args.threads, device, args.seed)
     runs = shared_runs(ROWS, budget)  # parses every row's config: a bad key stops the study here
     chosen = select(ROWS, args.rows)
     if args.dry_run:
@@ -211,7 +221,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             flush=True,
         )
     record = assemble(budget, runs, shlex.join(["python", "-m", "bench.studies.variations", *argv]))
-    write_report(record, args.out, NAME)
+    write_report(record, args.out, NAME + (f"_seed{args.seed}" if args.seed else ""))
     return record
 
 

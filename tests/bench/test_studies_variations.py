@@ -141,6 +141,18 @@ def test_rows_are_trained_once_and_measured_only_where_missing(fake: FakeCommand
     assert sorted(fake.calls) == [*remeasured, ("train", "A-heads8")]  # only the stopped run trains
 
 
+def test_another_seed_trains_the_rows_apart_and_reports_apart(fake: FakeCommands, tmp_path: Path) -> None:
+    argv = ["--rows", "base", "--seed", "3", "--max_steps", "8", "--out", str(tmp_path)]
+    assert variations.arguments(argv).out_root == multi30k.OUT_ROOT / "variations-seed3"
+    variations.main([*argv, "--out_root", str(tmp_path / "runs")])
+    assert fake.calls == [("train", "base"), ("evaluate", "base")]
+    results = tmp_path / "runs" / "base" / multi30k.RESULTS_FILE
+    assert "--train.seed=3" in shlex.split(json.loads(results.read_text())["command"])
+    assert (tmp_path / f"{variations.NAME}_seed3.md").is_file()
+    assert not (tmp_path / f"{variations.NAME}.md").exists()  # the main table is untouched
+    assert "--train.seed" not in " ".join(BUDGET.flags())  # seed 0: the commands as before
+
+
 def test_the_table_is_assembled_from_the_cached_results(fake: FakeCommands, tmp_path: Path) -> None:
     runs_dir = tmp_path / "runs"
     argv = ["--rows", "base,E", "--max_steps", "8", "--out_root", str(runs_dir), "--out", str(tmp_path)]
