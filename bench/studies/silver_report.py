@@ -33,6 +33,12 @@ COLUMNS = [
 PAPER = "the paper (WSJ, 40K gold + 17M silver, 4 layers, d 1024): 92.7; WSJ only: 91.3"
 
 
+def teacher_search(teacher: dict) -> str:
+    """How the teacher decoded: a beam (a sequence-to-sequence teacher) or exact CKY (a chart one)."""
+    beam = teacher.get("test_beam_size")
+    return f"beam {beam}" if beam else "exact CKY search"
+
+
 def markdown_report(record: dict[str, Any]) -> str:
     teacher = record["teacher"]
     lines = [
@@ -44,8 +50,8 @@ def markdown_report(record: dict[str, Any]) -> str:
         "Students: `configs/parsing/ptb_sample_seq2seq_silver.yaml`, the paper's sequence-to-sequence "
         "parser (3+3 layers, d 256; no word pointer), trained on the PTB sample's 3,098 training "
         "trees (read 4 times an epoch) beside the first N silver trees, the same steps for every N. "
-        "Dev F1 is the runner's greedy validation; test F1 the best-dev checkpoint's, with beam "
-        f"{teacher.get('test_beam_size', '-')} for the teacher and the recipe's beam for the students, "
+        "Dev F1 is the runner's greedy validation; test F1 the best-dev checkpoint's, with the "
+        f"recipe's beam for the students and {teacher_search(teacher)} for the teacher, "
         f"scored by the zoo's EVALB (`tasks.parsing.evalb`) on the 396 test trees. Teacher "
         f"(`{teacher['run']}`, wrote the silver trees): test F1 {teacher['test_f1']:.2f}. "
         f"For scale: {PAPER}.",
