@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from bench.output import write_study  # noqa: E402
 from bench.tables import PCT, Column, markdown  # noqa: E402
@@ -132,7 +133,14 @@ def figure(record: dict[str, Any], path: Path) -> bool:
             scatter.annotate(
                 r["name"], (r["params_m"], r["ppl"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
             )
-    scatter.set_xscale("log")
+    sizes = [r["params_m"] for r in rows if r["params_m"] and r["ppl"]]
+    if sizes and max(sizes) > 2 * min(sizes):  # rows (C) span widths: a log axis; else linear
+        scatter.set_xscale("log")
+        plain = FuncFormatter(lambda value, _: f"{value:g}")
+        scatter.xaxis.set_major_formatter(plain)
+        scatter.xaxis.set_minor_formatter(plain)
+    else:
+        scatter.ticklabel_format(axis="x", style="plain", useOffset=False)
     scatter.set_xlabel("parameters (millions)")
     scatter.set_ylabel("validation perplexity per target token")
     fig.suptitle(f"Table 3 in miniature: Multi30k En->De, {record['budget']['max_steps']} steps per row")
