@@ -135,6 +135,8 @@ class DataConfig:
         for key in ("max_seq_length", "batch_size", "eval_batch_size", "doc_stride", "max_query_length"):
             if getattr(self, key) < 1:
                 raise Invalid(key, f"must be at least 1, not {getattr(self, key)}")
+        if self.dev_min_words < 0:
+            raise Invalid("dev_min_words", f"must be 0 (a plain carve) or more, not {self.dev_min_words}")
         if not 1 <= len(self.text_columns) <= 2:
             raise Invalid("text_columns", f"one column (a sentence) or two (a pair), not {self.text_columns}")
 

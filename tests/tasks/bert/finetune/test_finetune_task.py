@@ -211,3 +211,19 @@ def test_classify_without_a_validation_file_carves_its_dev_set_from_train(tmp_pa
     assert [e.texts[0] for e in read_split(cfg, "test", ["0", "1"])] == ["the test one"]
     no_test = tiny_config("classify", str(tmp_path / "run2"), *common)
     assert read_split(no_test, "test", ["0", "1"]) == dev  # no test file: the carve again
+
+
+def test_data_dev_min_words_carves_whole_sentences_and_keeps_their_phrases_out_of_training(tmp_path):
+    sentences = [f"sentence {i} is long enough to carve" for i in range(20)]
+    phrases = [f"sentence {i} is" for i in range(20)]
+    rows = [f"{text}\t{i % 2}" for i, text in enumerate(sentences + phrases)]
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    common = [f"--data.data_dir={tmp_path}", "--data.train=train.tsv", "--data.dev_size=5"]
+    cfg = tiny_config("classify", str(tmp_path / "run"), *common, "--data.dev_min_words=6")
+    train, dev = read_split(cfg, "train"), read_split(cfg, "valid", ["0", "1"])
+    assert len(dev) == 5 and all(e.texts[0] in sentences for e in dev)
+    numbers = {e.texts[0].split()[1] for e in dev}
+    assert len(train) == 40 - 5 - 5  # each carved sentence takes its phrase with it
+    assert not {e.texts[0].split()[1] for e in train} & numbers
+    with pytest.raises(ConfigError, match="dev_min_words"):
+        tiny_config("classify", str(tmp_path / "run2"), *common, "--data.dev_min_words=-1")
