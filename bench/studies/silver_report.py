@@ -89,7 +89,7 @@ def figure(record: dict[str, Any], path: Path) -> None:
     left.set_xscale("symlog", linthresh=max(1000, min([n for n in sizes if n] or [1000])))
     left.set_xlabel("silver trees beside the 3,098 gold")
     left.set_ylabel("labeled F1")
-    left.legend(loc="lower right")
+    left.legend(loc="center left")  # below the teacher line, above the students
     for s in students:
         curve = s["dev_curve"]
         right.plot(
@@ -97,7 +97,7 @@ def figure(record: dict[str, Any], path: Path) -> None:
         )
     right.set_xlabel("step")
     right.set_ylabel("dev F1 (greedy)")
-    right.legend(loc="lower right")
+    right.legend(loc="upper left")
     for ax in (left, right):
         ax.grid(alpha=0.3)
     fig.suptitle("The paper's seq2seq parser with silver trees, PTB sample")
