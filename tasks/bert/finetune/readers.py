@@ -197,17 +197,19 @@ def carve_sentence_dev(
     example whose text lies inside a drawn one (a contiguous run of its words) is dropped, so
     that no carved sentence's label leaks through its phrases.
     """
-    text = [" ".join(e.texts) for e in examples]
-    candidates = [i for i, t in enumerate(text) if len(t.split()) >= min_words]
+    words = [" ".join(e.texts).split() for e in examples]
+    candidates = [i for i, w in enumerate(words) if len(w) >= min_words]
     if not candidates:
         raise UserError(f"no training example has {min_words} words or more to carve a dev set from")
     _, drawn = carve_dev(candidates, size, seed)
-    inside = set()
-    for i in drawn:
-        words = text[i].split()
-        inside.update(" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, len(words) + 1))
+    inside = {
+        tuple(words[i][a:b])
+        for i in drawn
+        for a in range(len(words[i]))
+        for b in range(a + 1, len(words[i]) + 1)
+    }
     dev = set(drawn)
-    train = [e for i, e in enumerate(examples) if i not in dev and " ".join(text[i].split()) not in inside]
+    train = [e for i, e in enumerate(examples) if i not in dev and tuple(words[i]) not in inside]
     return train, [examples[i] for i in drawn]
 
 
