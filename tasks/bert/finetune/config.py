@@ -152,6 +152,30 @@ class DecodeConfig:
                 raise Invalid(key, f"must be at least 1, not {getattr(self, key)}")
 
 
+@dataclass
+class DistillConfig:
+    """Knowledge distillation (Hinton et al., 2015): the loss per example is
+    (1 - alpha) x cross-entropy with the gold label + alpha x T^2 x KL(teacher || student), both
+    distributions softened by the temperature T. The teacher's logits on the training set are
+    computed once, before the first step."""
+
+    teacher: str = field(
+        default="",
+        metadata={
+            "help": "classify: a bert_finetune run directory or checkpoint with the same labels, whose "
+            "predictions the model also learns ('' = no distillation); its own tokenizer reads the text"
+        },
+    )
+    alpha: float = field(default=0.5, metadata={"help": "the teacher term's weight, in [0, 1]"})
+    temperature: float = field(default=1.0, metadata={"help": "T, above 0: higher softens both sides"})
+
+    def check(self) -> None:
+        if not 0 <= self.alpha <= 1:
+            raise Invalid("alpha", f"must be in [0, 1], not {self.alpha}")
+        if self.temperature <= 0:
+            raise Invalid("temperature", f"must be above 0, not {self.temperature}")
+
+
 # Options read by some heads only: under another head they must stay at their defaults.
 OWNERS = {
     **dict.fromkeys(("data.text_columns", "data.label_column", "data.labels"), ("classify",)),
@@ -168,6 +192,7 @@ OWNERS = {
         ),
         ("span",),
     ),  # fmt: skip
+    **dict.fromkeys(("distill.teacher", "distill.alpha", "distill.temperature"), ("classify",)),
     "model.head_dropout": ("classify", "tag"),
     "data.valid": ("classify",),
     "data.test": ("classify", "tag"),
@@ -200,6 +225,7 @@ class FinetuneConfig(RunConfig):
     model: ModelConfig = field(default_factory=lambda: ModelConfig(**RANDOM_SIZE))
     data: DataConfig = field(default_factory=DataConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
     train: TrainConfig = field(default_factory=_default_train)
     optim: OptimConfig = field(
         default_factory=lambda: OptimConfig(
@@ -211,7 +237,8 @@ class FinetuneConfig(RunConfig):
     def check(self) -> None:
         if self.head not in HEADS:
             raise Invalid("head", f"{self.head!r} is not one of {', '.join(HEADS)}")
-        defaults = {"model": ModelConfig(**RANDOM_SIZE), "data": DataConfig(), "decode": DecodeConfig()}
+        defaults = {"model": ModelConfig(**RANDOM_SIZE), "data": DataConfig(), "decode": DecodeConfig(),
+                    "distill": DistillConfig()}  # fmt: skip
         for key, heads in OWNERS.items():
             section, name = key.split(".")
             value = getattr(getattr(self, section), name)

@@ -36,12 +36,14 @@ Offsets = list[tuple[int, int] | None]
 @dataclass
 class Batch:
     """input_ids, token_type_ids (B, T); attention_mask bool (B, T), True on real tokens;
-    labels: classify (B,), tag (B, T) with IGNORE, span (B, 2) start and end positions."""
+    labels: classify (B,), tag (B, T) with IGNORE, span (B, 2) start and end positions;
+    teacher_logits (B, L): classify under distillation, else None."""
 
     input_ids: Tensor
     token_type_ids: Tensor
     attention_mask: Tensor
     labels: Tensor
+    teacher_logits: Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -51,7 +53,8 @@ class Batch:
 class Encoded:
     """The inputs of a split, one item per sentence (pair) or window, and per item what decoding
     needs: `first` (tag: each word's first-piece position, -1 for none), `question` and
-    `offsets` (span: the question a window asks, each token's characters, None outside the passage)."""
+    `offsets` (span: the question a window asks, each token's characters, None outside the passage);
+    `teacher` (classify under distillation: a teacher's (N, L) logits, one row per item)."""
 
     ids: list[list[int]]
     types: list[list[int]]
@@ -60,6 +63,7 @@ class Encoded:
     first: list[list[int]] = field(default_factory=list)
     question: list[int] = field(default_factory=list)
     offsets: list[Offsets] = field(default_factory=list)
+    teacher: Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -76,7 +80,9 @@ class Encoded:
         labels = [self.labels[i] for i in indices]
         if isinstance(labels[0], list):  # per token: padded with IGNORE
             labels = [row + [IGNORE] * (width - len(row)) for row in labels]
-        return Batch(ids, types, torch.arange(width)[None, :] < lengths[:, None], torch.tensor(labels))
+        mask = torch.arange(width)[None, :] < lengths[:, None]
+        teacher = None if self.teacher is None else self.teacher[list(indices)]
+        return Batch(ids, types, mask, torch.tensor(labels), teacher)
 
     def train_batches(
         self, epoch: int, batch_size: int, *, seed: int, start: int = 0, rank: int = 0, world_size: int = 1

@@ -16,8 +16,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tasks.bert.finetune import metrics, squad
-from tasks.bert.finetune.config import FinetuneConfig
+from tasks.bert.finetune.config import DistillConfig, FinetuneConfig
 from tasks.bert.finetune.data import IGNORE, Batch, Encoded, encode_questions, encode_texts, encode_words
+from tasks.bert.finetune.distill import distilled_loss
 from tasks.bert.finetune.readers import Example, SquadExample, TaggedSentence
 from zoo.config import UserError
 from zoo.data.wordpiece import WordPieceTokenizer
@@ -56,8 +57,9 @@ def encode(cfg: FinetuneConfig, examples: list, tokenizer: WordPieceTokenizer, l
                             max_query_length=d.max_query_length)  # fmt: skip
 
 
-def terms(head: str, out: Tensor, batch: Batch) -> dict[str, Term]:
-    """The loss summed over the batch's units (see units), and the correct predictions."""
+def terms(head: str, out: Tensor, batch: Batch, distill: DistillConfig | None = None) -> dict[str, Term]:
+    """The loss summed over the batch's units (see units), and the correct predictions; a batch
+    with a teacher's logits (classify) adds them to the loss as `distill` weighs them."""
     if head == "span":  # the mean of the start and end cross-entropies, per window
         start, end = out.float().unbind(dim=-1)
         loss = (F.cross_entropy(start, batch.labels[:, 0], reduction="sum")
@@ -65,8 +67,11 @@ def terms(head: str, out: Tensor, batch: Batch) -> dict[str, Term]:
         both = (start.argmax(-1) == batch.labels[:, 0]) & (end.argmax(-1) == batch.labels[:, 1])
         return {"loss": Term(loss, {"acc": 100.0 * both.sum()})}
     logits, gold = out.float().flatten(0, -2), batch.labels.flatten()
-    loss = F.cross_entropy(logits, gold, ignore_index=IGNORE, reduction="sum")
     correct = ((logits.detach().argmax(-1) == gold) & (gold != IGNORE)).sum()
+    if batch.teacher_logits is not None and distill is not None:
+        loss, kl = distilled_loss(logits, batch.teacher_logits, gold, distill)
+        return {"loss": Term(loss, {"acc": 100.0 * correct, "kl": kl.detach()})}
+    loss = F.cross_entropy(logits, gold, ignore_index=IGNORE, reduction="sum")
     return {"loss": Term(loss, {"acc": 100.0 * correct})}
 
 

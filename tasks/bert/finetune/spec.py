@@ -21,9 +21,8 @@ from tasks.bert.finetune import heads
 from tasks.bert.finetune.config import HEADS, FinetuneConfig
 from tasks.bert.finetune.examples import builtin_set
 from tasks.bert.finetune.splits import describe, read_split
-from tasks.bert.finetune.task import ENCODER_FILE, Encoder, FinetuneTask, check_vocabulary
+from tasks.bert.finetune.task import Encoder, FinetuneTask, rebuild
 from tasks.bert.inference import attention_weights
-from zoo.config import UserError
 from zoo.convert.hf_bert_heads import LoadedBertHead, write_hf_head_directory
 from zoo.convert.onnx.export import export_bert
 from zoo.data.wordpiece import WordPieceTokenizer
@@ -94,12 +93,7 @@ class FinetuneSpec(TaskSpec):
 
     def load(self, trained: list[Trained[FinetuneConfig]], options: VerbOptions) -> LoadedFinetune:
         (run,) = trained
-        if ENCODER_FILE not in run.artifacts or TOKENIZER_FILE not in run.artifacts:
-            raise UserError(f"{run.path}: no {ENCODER_FILE} inside: not a checkpoint of bert_finetune")
-        tokenizer = WordPieceTokenizer.from_bytes(run.artifacts[TOKENIZER_FILE])
-        encoder = Encoder.from_bytes(run.artifacts[ENCODER_FILE])
-        check_vocabulary(tokenizer, encoder.vocab_size, encoder.pad_id, str(run.path))
-        model = run.load_into(encoder.build(run.cfg.head, run.cfg.model.head_dropout))
+        model, tokenizer, encoder = rebuild(run)
         precision = options.precision or run.cfg.train.precision
         return LoadedFinetune(
             model.to(torch.device(options.device)), run, precision, tokenizer, encoder, run.cfg

@@ -16,13 +16,15 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from torch import nn
+import torch
+from torch import Tensor, nn
 
 from tasks.bert.config import DataConfig as PretrainingData
 from tasks.bert.data import TOKENIZER_FILE, tokenizer_for
 from tasks.bert.finetune import heads
 from tasks.bert.finetune.config import HEADS, FinetuneConfig, ModelConfig
 from tasks.bert.finetune.data import Batch
+from tasks.bert.finetune.readers import Example
 from tasks.bert.finetune.splits import label_set, read_split
 from tasks.bert.hf import load_bert
 from zoo.config import UserError
@@ -33,9 +35,10 @@ from zoo.data.documents import Document
 from zoo.data.seeding import seeded
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
-from zoo.train import RunContext, Term
+from zoo.train import RunContext, Term, Trained, load_trained
 
 ENCODER_FILE = "finetune.json"  # the encoder's shape and the labels, inside every checkpoint
+TEACHER_FILE = "teacher_logits.pt"  # distillation: the teacher's logits on the training set
 
 
 @dataclass
@@ -60,6 +63,42 @@ class Encoder:
         """The head model, freshly initialised."""
         bert = build_bert(self.config, self.vocab_size, self.pad_id)
         return build_head(HEADS[head], bert, self.labels, dropout=head_dropout)
+
+
+def rebuild(run: Trained[FinetuneConfig]) -> tuple[BertHeadModel, WordPieceTokenizer, Encoder]:
+    """A fine-tuned checkpoint's model (eval mode, on the CPU), tokenizer and encoder description."""
+    if ENCODER_FILE not in run.artifacts or TOKENIZER_FILE not in run.artifacts:
+        raise UserError(f"{run.path}: no {ENCODER_FILE} inside: not a checkpoint of bert_finetune")
+    tokenizer = WordPieceTokenizer.from_bytes(run.artifacts[TOKENIZER_FILE])
+    encoder = Encoder.from_bytes(run.artifacts[ENCODER_FILE])
+    check_vocabulary(tokenizer, encoder.vocab_size, encoder.pad_id, str(run.path))
+    return run.load_into(encoder.build(run.cfg.head, run.cfg.model.head_dropout)), tokenizer, encoder
+
+
+def teacher_logits(cfg: FinetuneConfig, examples: list[Example], labels: list[str], run_dir: Path) -> Tensor:
+    """(N, L) float32 logits of cfg.distill.teacher on `examples`, columns in `labels`' order.
+
+    The teacher reads the text with its own tokenizer and length, so any bert_finetune classifier
+    with the same labels can teach (MiniLM teaching the zoo's BERT-Tiny: other vocabularies). The
+    logits are kept in the run directory (TEACHER_FILE): a resumed run reads them back.
+    """
+    trained = load_trained(cfg.distill.teacher, FinetuneConfig)
+    where = f"distill.teacher={cfg.distill.teacher}"
+    if trained.cfg.head != "classify":
+        raise UserError(f"{where}: a {trained.cfg.head} run; the teacher must classify")
+    key = {"checkpoint": str(trained.path.resolve()), "step": trained.step, "examples": len(examples)}
+    cached = run_dir / TEACHER_FILE
+    if cached.is_file():
+        found = torch.load(cached, weights_only=True)
+        if found["key"] == key:
+            return found["logits"]
+    model, tokenizer, encoder = rebuild(trained)
+    if encoder.labels != labels:
+        raise UserError(f"{where}: its labels {encoder.labels} are not this run's {labels}")
+    encoded = heads.encode(trained.cfg, examples, tokenizer, labels)
+    logits = torch.stack(heads.run(model, encoded, trained.cfg.data.eval_batch_size))
+    torch.save({"key": key, "logits": logits}, cached)
+    return logits
 
 
 def load_init(model: ModelConfig) -> LoadedBert:
@@ -123,6 +162,9 @@ class FinetuneTask:
                 f"{self.encoder.config.max_len} positions"
             )
         self.train = heads.encode(cfg, train, self.tokenizer, self.labels)
+        if cfg.distill.teacher:
+            with run.main_process_first():
+                self.train.teacher = teacher_logits(cfg, train, self.labels, run.run_dir)
         self.valid = heads.encode(cfg, self.valid_examples, self.tokenizer, self.labels)
 
     def _pretrained(self) -> LoadedBert | None:
@@ -170,7 +212,7 @@ class FinetuneTask:
         return heads.units(self.cfg.head, batch)
 
     def train_step(self, model: nn.Module, batch: Batch) -> dict[str, Term]:
-        return heads.terms(self.cfg.head, heads.forward(model, batch), batch)
+        return heads.terms(self.cfg.head, heads.forward(model, batch), batch, self.cfg.distill)
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         outputs = heads.run(model, self.valid, self.cfg.data.eval_batch_size)
