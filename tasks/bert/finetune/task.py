@@ -95,6 +95,7 @@ def teacher_logits(cfg: FinetuneConfig, examples: list[Example], labels: list[st
     model, tokenizer, encoder = rebuild(trained)
     if encoder.labels != labels:
         raise UserError(f"{where}: its labels {encoder.labels} are not this run's {labels}")
+    print(f"distill: the teacher ({trained.path}) reads the {len(examples):,} training examples once")
     encoded = heads.encode(trained.cfg, examples, tokenizer, labels)
     logits = torch.stack(heads.run(model, encoded, trained.cfg.data.eval_batch_size))
     torch.save({"key": key, "logits": logits}, cached)
