@@ -168,12 +168,23 @@ class DistillConfig:
     )
     alpha: float = field(default=0.5, metadata={"help": "the teacher term's weight, in [0, 1]"})
     temperature: float = field(default=1.0, metadata={"help": "T, above 0: higher softens both sides"})
+    augment: int = field(
+        default=0,
+        metadata={
+            "help": "copies of each training text, words masked and n-grams cut (tasks.bert.finetune."
+            "augment), that the teacher labels and the model learns without gold labels (0 = none)"
+        },
+    )
 
     def check(self) -> None:
         if not 0 <= self.alpha <= 1:
             raise Invalid("alpha", f"must be in [0, 1], not {self.alpha}")
         if self.temperature <= 0:
             raise Invalid("temperature", f"must be above 0, not {self.temperature}")
+        if self.augment < 0:
+            raise Invalid("augment", f"must be 0 or more, not {self.augment}")
+        if self.augment and not self.teacher:
+            raise Invalid("augment", "the copies are labelled by the teacher: set distill.teacher")
 
 
 # Options read by some heads only: under another head they must stay at their defaults.
@@ -192,7 +203,9 @@ OWNERS = {
         ),
         ("span",),
     ),  # fmt: skip
-    **dict.fromkeys(("distill.teacher", "distill.alpha", "distill.temperature"), ("classify",)),
+    **dict.fromkeys(
+        ("distill.teacher", "distill.alpha", "distill.temperature", "distill.augment"), ("classify",)
+    ),
     "model.head_dropout": ("classify", "tag"),
     "data.valid": ("classify",),
     "data.test": ("classify", "tag"),

@@ -67,11 +67,14 @@ def terms(head: str, out: Tensor, batch: Batch, distill: DistillConfig | None = 
         both = (start.argmax(-1) == batch.labels[:, 0]) & (end.argmax(-1) == batch.labels[:, 1])
         return {"loss": Term(loss, {"acc": 100.0 * both.sum()})}
     logits, gold = out.float().flatten(0, -2), batch.labels.flatten()
-    correct = ((logits.detach().argmax(-1) == gold) & (gold != IGNORE)).sum()
     if batch.teacher_logits is not None and distill is not None:
         loss, kl = distilled_loss(logits, batch.teacher_logits, gold, distill)
+        # acc: agreement with the gold label, or the teacher's where an augmented copy has none.
+        target = torch.where(gold == IGNORE, batch.teacher_logits.argmax(-1), gold)
+        correct = (logits.detach().argmax(-1) == target).sum()
         return {"loss": Term(loss, {"acc": 100.0 * correct, "kl": kl.detach()})}
     loss = F.cross_entropy(logits, gold, ignore_index=IGNORE, reduction="sum")
+    correct = ((logits.detach().argmax(-1) == gold) & (gold != IGNORE)).sum()
     return {"loss": Term(loss, {"acc": 100.0 * correct})}
 
 

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from tasks.bert.config import DataConfig as PretrainingData
 from tasks.bert.data import TOKENIZER_FILE, tokenizer_for
 from tasks.bert.finetune import heads
+from tasks.bert.finetune.augment import augmented
 from tasks.bert.finetune.config import HEADS, FinetuneConfig, ModelConfig
 from tasks.bert.finetune.data import Batch
 from tasks.bert.finetune.readers import Example
@@ -162,6 +163,9 @@ class FinetuneTask:
                 f"data.max_seq_length={cfg.data.max_seq_length} exceeds the encoder's "
                 f"{self.encoder.config.max_len} positions"
             )
+        if cfg.distill.augment:
+            mask = self.tokenizer.convert_ids_to_tokens([self.tokenizer.mask_id])[0]
+            train = train + augmented(train, cfg.distill.augment, cfg.train.seed, mask)
         self.train = heads.encode(cfg, train, self.tokenizer, self.labels)
         if cfg.distill.teacher:
             with run.main_process_first():

@@ -1,7 +1,8 @@
 """Distillation for the classify head: the loss is Hinton et al.'s blend (against a brute-force
 sum), the teacher's logits line up with the training examples, a student trained on the teacher
-alone learns what the teacher says (even against the gold labels), and a teacher that cannot
-teach is refused in one line."""
+alone learns what the teacher says (even against the gold labels), augmented copies are masked
+n-grams of their texts that only the teacher labels, and a teacher that cannot teach is refused
+in one line."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ import pytest
 import torch
 
 from tasks.bert.finetune import heads
+from tasks.bert.finetune.augment import NO_LABEL, augmented
 from tasks.bert.finetune.config import DistillConfig, FinetuneConfig
+from tasks.bert.finetune.data import IGNORE
 from tasks.bert.finetune.distill import distilled_loss
+from tasks.bert.finetune.readers import Example
 from tasks.bert.finetune.splits import label_set, read_split
 from tasks.bert.finetune.task import TEACHER_FILE, FinetuneTask, teacher_logits
 from tests.tasks.bert.finetune.conftest import tiny_config
 from tests.tasks.bert.finetune.test_finetune_task import OVERFIT, _write
 from zoo.config import ConfigError, UserError, load_config
-from zoo.train import evaluation, fit
+from zoo.train import RunContext, evaluation, fit
 
 
 def test_the_loss_blends_cross_entropy_and_the_softened_kl_as_hinton_et_al():
@@ -100,3 +104,37 @@ def test_a_teacher_that_cannot_teach_is_refused_in_one_line(teacher, tmp_path):
         load_config(FinetuneConfig, None, ["head=tag", f"distill.teacher={teacher_run}"])
     with pytest.raises(ConfigError, match=r"key 'distill.alpha': must be in \[0, 1\]"):
         load_config(FinetuneConfig, None, ["distill.alpha=1.5"])
+
+
+def test_augmented_copies_are_masked_n_grams_of_their_text_and_new():
+    text = "the film number {} is a quiet and well made piece of work"
+    examples = [Example((text.format(i),), "1") for i in range(50)] + [Example(("fine",), "0")]
+    copies = augmented(examples, 4, seed=3, mask="[MASK]")
+    assert copies == augmented(examples, 4, seed=3, mask="[MASK]")
+    assert 100 <= len(copies) <= 4 * len(examples) and all(c.label == NO_LABEL for c in copies)
+    assert len({c.texts for c in copies} | {e.texts for e in examples}) == len(copies) + len(examples)
+    sources = [e.texts[0].split() for e in examples]
+    masked = cut = 0
+    for copy in copies:
+        words = copy.texts[0].split()
+        assert any(all(w in (source[s + k], "[MASK]") for k, w in enumerate(words))
+                   for source in sources for s in range(len(source) - len(words) + 1)), copy  # fmt: skip
+        masked += words.count("[MASK]")
+        cut += len(words) < 12 and words != ["[MASK]"]  # not the copies of "fine"
+    assert 0 < masked and 0 < cut < len(copies)  # both rules fire, neither always
+
+
+def test_augmented_copies_are_labelled_by_the_teacher_alone(teacher, tmp_path):
+    teacher_run, _ = teacher
+    cfg = _student(tmp_path, teacher_run, "--distill.augment=2")
+    task = FinetuneTask(cfg)
+    run_dir = Path(cfg.train.out_dir)
+    run_dir.mkdir(parents=True)
+    task.setup(RunContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), run_dir=run_dir))
+    originals = len(read_split(cfg, "train"))
+    assert originals < len(task.train) <= 3 * originals
+    assert task.train.teacher.shape == (len(task.train), len(task.labels))
+    assert all(label == IGNORE for label in task.train.labels[originals:])
+    assert all(label != IGNORE for label in task.train.labels[:originals])
+    with pytest.raises(ConfigError, match="key 'distill.augment': the copies are labelled by the teacher"):
+        load_config(FinetuneConfig, None, ["distill.augment=2"])
