@@ -139,6 +139,8 @@ class DataConfig:
             raise Invalid("dev_min_words", f"must be 0 (a plain carve) or more, not {self.dev_min_words}")
         if not 1 <= len(self.text_columns) <= 2:
             raise Invalid("text_columns", f"one column (a sentence) or two (a pair), not {self.text_columns}")
+        if self.labels and not self.train:
+            raise Invalid("labels", "the built-in set brings its own labels: name data.train to set them")
 
 
 @dataclass

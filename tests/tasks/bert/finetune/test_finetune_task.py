@@ -197,6 +197,8 @@ def test_options_of_another_head_and_sizes_beside_an_init_are_refused():
         load_config(FinetuneConfig, None, ["model.init=runs/x", "model.dim=64"])
     with pytest.raises(ConfigError, match="key 'head': 'parse' is not one of classify, tag, span"):
         load_config(FinetuneConfig, None, ["head=parse"])
+    with pytest.raises(ConfigError, match="key 'data.labels': the built-in set brings its own labels"):
+        load_config(FinetuneConfig, None, ["data.labels=[b,a]"])
 
 
 def test_classify_without_a_validation_file_carves_its_dev_set_from_train(tmp_path):
