@@ -37,6 +37,7 @@ from zoo.data.seeding import seeded
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
 from zoo.train import RunContext, Term, Trained, load_trained
+from zoo.train.checkpoint import save_atomic
 
 ENCODER_FILE = "finetune.json"  # the encoder's shape and the labels, inside every checkpoint
 TEACHER_FILE = "teacher_logits.pt"  # distillation: the teacher's logits on the training set
@@ -76,8 +77,11 @@ def rebuild(run: Trained[FinetuneConfig]) -> tuple[BertHeadModel, WordPieceToken
     return run.load_into(encoder.build(run.cfg.head, run.cfg.model.head_dropout)), tokenizer, encoder
 
 
-def teacher_logits(cfg: FinetuneConfig, examples: list[Example], labels: list[str], run_dir: Path) -> Tensor:
-    """(N, L) float32 logits of cfg.distill.teacher on `examples`, columns in `labels`' order.
+def teacher_logits(
+    cfg: FinetuneConfig, examples: list[Example], labels: list[str], run: RunContext
+) -> Tensor:
+    """(N, L) float32 logits of cfg.distill.teacher on `examples`, columns in `labels`' order,
+    computed on the run's device.
 
     The teacher reads the text with its own tokenizer and length, so any bert_finetune classifier
     with the same labels can teach (MiniLM teaching the zoo's BERT-Tiny: other vocabularies). The
@@ -88,7 +92,7 @@ def teacher_logits(cfg: FinetuneConfig, examples: list[Example], labels: list[st
     if trained.cfg.head != "classify":
         raise UserError(f"{where}: a {trained.cfg.head} run; the teacher must classify")
     key = {"checkpoint": str(trained.path.resolve()), "step": trained.step, "examples": len(examples)}
-    cached = run_dir / TEACHER_FILE
+    cached = run.run_dir / TEACHER_FILE
     if cached.is_file():
         found = torch.load(cached, weights_only=True)
         if found["key"] == key:
@@ -98,8 +102,8 @@ def teacher_logits(cfg: FinetuneConfig, examples: list[Example], labels: list[st
         raise UserError(f"{where}: its labels {encoder.labels} are not this run's {labels}")
     print(f"distill: the teacher ({trained.path}) reads the {len(examples):,} training examples once")
     encoded = heads.encode(trained.cfg, examples, tokenizer, labels)
-    logits = torch.stack(heads.run(model, encoded, trained.cfg.data.eval_batch_size))
-    torch.save({"key": key, "logits": logits}, cached)
+    logits = torch.stack(heads.run(model.to(run.device), encoded, trained.cfg.data.eval_batch_size))
+    save_atomic({"key": key, "logits": logits}, cached)  # a crash mid-write leaves no torn file
     return logits
 
 
@@ -169,7 +173,7 @@ class FinetuneTask:
         self.train = heads.encode(cfg, train, self.tokenizer, self.labels)
         if cfg.distill.teacher:
             with run.main_process_first():
-                self.train.teacher = teacher_logits(cfg, train, self.labels, run.run_dir)
+                self.train.teacher = teacher_logits(cfg, train, self.labels, run)
         self.valid = heads.encode(cfg, self.valid_examples, self.tokenizer, self.labels)
 
     def _pretrained(self) -> LoadedBert | None:

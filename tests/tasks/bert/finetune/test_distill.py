@@ -57,6 +57,10 @@ def teacher(tmp_path_factory) -> tuple[Path, FinetuneConfig]:
     return Path(cfg.train.out_dir), cfg
 
 
+def _context(run_dir: Path) -> RunContext:
+    return RunContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), run_dir=run_dir)
+
+
 def _student(tmp_path: Path, teacher_run: Path, *extra: str) -> FinetuneConfig:
     return tiny_config(
         "classify", str(tmp_path / "student"), *OVERFIT, f"--distill.teacher={teacher_run}", *extra
@@ -70,7 +74,7 @@ def test_a_student_learns_its_teachers_answers_even_against_the_gold_labels(teac
     labels = label_set(cfg, train)
     run_dir = Path(cfg.train.out_dir)
     run_dir.mkdir(parents=True)
-    logits = teacher_logits(cfg, train, labels, run_dir)
+    logits = teacher_logits(cfg, train, labels, _context(run_dir))
     gold = torch.tensor([labels.index(e.label) for e in train])
     assert (logits.argmax(-1) == gold).float().mean() >= 0.95  # one row per example, in order
     # The teacher turned against the gold labels, through the cache a resumed run reads.
@@ -99,7 +103,7 @@ def test_a_teacher_that_cannot_teach_is_refused_in_one_line(teacher, tmp_path):
         cfg = _student(tmp_path, Path(run), *student)
         train = read_split(cfg, "train")
         with pytest.raises(UserError, match=rf"^distill.teacher={run}: {message}$"):
-            teacher_logits(cfg, train, label_set(cfg, train), tmp_path)
+            teacher_logits(cfg, train, label_set(cfg, train), _context(tmp_path))
     with pytest.raises(ConfigError, match="key 'distill.teacher': only for the classify head"):
         load_config(FinetuneConfig, None, ["head=tag", f"distill.teacher={teacher_run}"])
     with pytest.raises(ConfigError, match=r"key 'distill.alpha': must be in \[0, 1\]"):
@@ -130,7 +134,7 @@ def test_augmented_copies_are_labelled_by_the_teacher_alone(teacher, tmp_path):
     task = FinetuneTask(cfg)
     run_dir = Path(cfg.train.out_dir)
     run_dir.mkdir(parents=True)
-    task.setup(RunContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), run_dir=run_dir))
+    task.setup(_context(run_dir))
     originals = len(read_split(cfg, "train"))
     assert originals < len(task.train) <= 3 * originals
     assert task.train.teacher.shape == (len(task.train), len(task.labels))
