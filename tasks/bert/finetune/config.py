@@ -10,7 +10,7 @@ built-in sentences, offline, a few minutes on two CPU cores.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from zoo.config import Invalid
 from zoo.models.bert import BertModelConfig
@@ -205,9 +205,7 @@ OWNERS = {
         ),
         ("span",),
     ),  # fmt: skip
-    **dict.fromkeys(
-        ("distill.teacher", "distill.alpha", "distill.temperature", "distill.augment"), ("classify",)
-    ),
+    **dict.fromkeys((f"distill.{f.name}" for f in fields(DistillConfig)), ("classify",)),
     "model.head_dropout": ("classify", "tag"),
     "data.valid": ("classify",),
     "data.test": ("classify", "tag"),

@@ -57,7 +57,7 @@ def encode(cfg: FinetuneConfig, examples: list, tokenizer: WordPieceTokenizer, l
                             max_query_length=d.max_query_length)  # fmt: skip
 
 
-def terms(head: str, out: Tensor, batch: Batch, distill: DistillConfig | None = None) -> dict[str, Term]:
+def terms(head: str, out: Tensor, batch: Batch, distill: DistillConfig) -> dict[str, Term]:
     """The loss summed over the batch's units (see units), and the correct predictions; a batch
     with a teacher's logits (classify) adds them to the loss as `distill` weighs them."""
     if head == "span":  # the mean of the start and end cross-entropies, per window
@@ -67,7 +67,7 @@ def terms(head: str, out: Tensor, batch: Batch, distill: DistillConfig | None = 
         both = (start.argmax(-1) == batch.labels[:, 0]) & (end.argmax(-1) == batch.labels[:, 1])
         return {"loss": Term(loss, {"acc": 100.0 * both.sum()})}
     logits, gold = out.float().flatten(0, -2), batch.labels.flatten()
-    if batch.teacher_logits is not None and distill is not None:
+    if batch.teacher_logits is not None:
         loss, kl = distilled_loss(logits, batch.teacher_logits, gold, distill)
         # acc: agreement with the gold label, or the teacher's where an augmented copy has none.
         target = torch.where(gold == IGNORE, batch.teacher_logits.argmax(-1), gold)

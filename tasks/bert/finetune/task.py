@@ -37,7 +37,7 @@ from zoo.data.seeding import seeded
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
 from zoo.train import RunContext, Term, Trained, load_trained
-from zoo.train.checkpoint import save_atomic
+from zoo.train.checkpoint import resolve_checkpoint, save_atomic
 
 ENCODER_FILE = "finetune.json"  # the encoder's shape and the labels, inside every checkpoint
 TEACHER_FILE = "teacher_logits.pt"  # distillation: the teacher's logits on the training set
@@ -87,16 +87,20 @@ def teacher_logits(
     with the same labels can teach (MiniLM teaching the zoo's BERT-Tiny: other vocabularies). The
     logits are kept in the run directory (TEACHER_FILE): a resumed run reads them back.
     """
-    trained = load_trained(cfg.distill.teacher, FinetuneConfig)
-    where = f"distill.teacher={cfg.distill.teacher}"
-    if trained.cfg.head != "classify":
-        raise UserError(f"{where}: a {trained.cfg.head} run; the teacher must classify")
-    key = {"checkpoint": str(trained.path.resolve()), "step": trained.step, "examples": len(examples)}
+    # The cache is checked before the teacher's weights are read: a resumed run loads none.
+    path, _ = resolve_checkpoint(cfg.distill.teacher)
+    stat = path.stat()
+    key = {"checkpoint": str(path.resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+           "examples": len(examples)}  # fmt: skip
     cached = run.run_dir / TEACHER_FILE
     if cached.is_file():
         found = torch.load(cached, weights_only=True)
         if found["key"] == key:
             return found["logits"]
+    trained = load_trained(path, FinetuneConfig)
+    where = f"distill.teacher={cfg.distill.teacher}"
+    if trained.cfg.head != "classify":
+        raise UserError(f"{where}: a {trained.cfg.head} run; the teacher must classify")
     model, tokenizer, encoder = rebuild(trained)
     if encoder.labels != labels:
         raise UserError(f"{where}: its labels {encoder.labels} are not this run's {labels}")
