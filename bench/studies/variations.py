@@ -85,6 +85,12 @@ ROWS = [
     *[Row(f"D-ls{e}", "D", {"label_smoothing": e}) for e in (0.0, 0.1, 0.2)],
     Row("E-learned", "E", {"model.positions": "learned"}, "a learned table of model.max_len 256 positions"),
     Row("E-sinusoidal", "E", {"model.positions": "sinusoidal"}),
+    Row(
+        "E-sinusoidal0.1",
+        "E",
+        {"model.position_scale": 0.1},
+        "the sinusoids times 0.1 (root mean square 0.071): the learned table's size after 800 steps",
+    ),
     *[
         Row(f"scores-{s}", "scores", {"model.attention_score": s}, note)
         for s, note in (

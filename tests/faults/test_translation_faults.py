@@ -119,6 +119,11 @@ def test_a_training_filter_beyond_the_positions_is_a_config_error(tmp_path):
     assert_refused(result, "data.max_len", "256")
 
 
+def test_a_position_scale_on_a_learned_table_is_a_config_error(tmp_path):
+    args = ("--model.positions=learned", "--model.position_scale=0.1", f"--train.out_dir={tmp_path}")
+    assert_refused(run("tasks.translation.train", *args), "model.position_scale", "'learned'")
+
+
 # --- bytes and tokenizers -----------------------------------------------------------------------
 
 

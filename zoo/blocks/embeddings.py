@@ -39,6 +39,7 @@ class SequenceEmbedding(nn.Module):
         vocab_size, dim, padding_idx: as for TokenEmbedding.
         max_len: longest sequence the position table covers.
         positions: a key of POSITIONS ("sinusoidal" as in the paper, or "learned").
+        position_scale: multiplies the sinusoids (zoo.blocks.positions.SinusoidalPositions).
         dropout: the paper's dropout on the sums of embeddings and encodings.
         token_embedding: an existing TokenEmbedding to share (the paper ties source, target and
             output embeddings).
@@ -52,12 +53,13 @@ class SequenceEmbedding(nn.Module):
         max_len: int,
         padding_idx: int | None = None,
         positions: str = "sinusoidal",
+        position_scale: float = 1.0,
         dropout: float = 0.0,
         token_embedding: TokenEmbedding | None = None,
     ) -> None:
         super().__init__()
         self.tokens = token_embedding or TokenEmbedding(vocab_size, dim, padding_idx=padding_idx)
-        self.positions = build_positions(positions, max_len, dim)
+        self.positions = build_positions(positions, max_len, dim, scale=position_scale)
         self.dropout = Dropout(dropout)
 
     def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:

@@ -23,11 +23,16 @@ def sinusoidal_table(max_len: int, dim: int) -> Tensor:
 
 
 class SinusoidalPositions(nn.Module):
-    """Fixed sinusoidal encodings (the paper, section 3.5); nothing to learn."""
+    """Fixed sinusoidal encodings (the paper, section 3.5); nothing to learn.
 
-    def __init__(self, max_len: int, dim: int) -> None:
+    `scale` multiplies the table (root mean square 0.71 at scale 1), for studies of how much
+    positional signal the model is handed; the table holds the scaled values, so exports read
+    the encodings the model adds.
+    """
+
+    def __init__(self, max_len: int, dim: int, *, scale: float = 1.0) -> None:
         super().__init__()
-        self.register_buffer("table", sinusoidal_table(max_len, dim), persistent=False)
+        self.register_buffer("table", sinusoidal_table(max_len, dim) * scale, persistent=False)
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
         if offset + length > self.table.shape[0]:
@@ -51,10 +56,15 @@ class LearnedPositions(nn.Module):
 POSITIONS: dict[str, type[nn.Module]] = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 
 
-def build_positions(kind: str, max_len: int, dim: int) -> nn.Module:
-    """The POSITIONS entry `kind` for `max_len` positions of width `dim`."""
+def build_positions(kind: str, max_len: int, dim: int, *, scale: float = 1.0) -> nn.Module:
+    """The POSITIONS entry `kind` for `max_len` positions of width `dim`; `scale` multiplies the
+    sinusoids (a learned table sets its own size, so it takes none)."""
     if kind not in POSITIONS:
         raise ValueError(f"unknown positions {kind!r}; choose from {sorted(POSITIONS)}")
+    if kind == "sinusoidal":
+        return SinusoidalPositions(max_len, dim, scale=scale)
+    if scale != 1.0:
+        raise ValueError(f"a position scale applies to sinusoidal positions, not {kind!r}")
     return POSITIONS[kind](max_len, dim)
 
 

@@ -31,8 +31,9 @@ def check_model_values(cfg: Any) -> None:
 
     Covers the fields `cfg` has among: the POSITIVE sizes, `num_heads` dividing `dim`, every
     `*dropout` and `drop_path_rate` in [0, 1), the table choices (activation, norm,
-    positions, attention_score), `window` and `key_dim` >= 1 when set, and restricted attention
-    (`window`) only with the default score and key width.
+    positions, attention_score), `position_scale` above 0 and only on sinusoids, `window` and
+    `key_dim` >= 1 when set, and restricted attention (`window`) only with the default score and
+    key width.
     """
     values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
     for key in POSITIVE:
@@ -46,6 +47,13 @@ def check_model_values(cfg: Any) -> None:
     for key, table in CHOICES.items():
         if key in values and values[key] not in table:
             raise Invalid(key, f"{values[key]!r} is not one of {', '.join(table)}")
+    if "position_scale" in values:
+        if not values["position_scale"] > 0:
+            raise Invalid("position_scale", f"must be above 0, not {values['position_scale']}")
+        if values["position_scale"] != 1.0 and values.get("positions") != "sinusoidal":
+            raise Invalid(
+                "position_scale", f"scales sinusoidal positions; positions is {values.get('positions')!r}"
+            )
     if values.get("window") is not None and values["window"] < 1:
         raise Invalid("window", f"must be at least 1 (or null for full attention), not {values['window']}")
     if values.get("key_dim") is not None and values["key_dim"] < 1:

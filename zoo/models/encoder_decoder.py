@@ -54,6 +54,13 @@ class ModelConfig:
     positions: str = field(
         default="sinusoidal", metadata={"help": "position encodings: sinusoidal | learned"}
     )
+    position_scale: float = field(
+        default=1.0,
+        metadata={
+            "help": "multiplier on the sinusoidal encodings (root mean square 0.71 at 1; the token "
+            "embeddings' is 1): how much positional signal the model is handed (Table 3 row E's check)"
+        },
+    )
     max_len: int = field(
         default=1024,
         metadata={
@@ -191,6 +198,7 @@ def build_model(
             max_len=cfg.max_len,
             padding_idx=pad_idx,
             positions=cfg.positions,
+            position_scale=cfg.position_scale,
             dropout=cfg.dropout,
             token_embedding=tokens,
         )

@@ -40,3 +40,14 @@ def test_sequence_embedding_adds_positions_at_the_offset_and_shares_tokens():
     with pytest.raises(ValueError, match="positions"):
         SequenceEmbedding(20, 8, max_len=16, positions="rotary")
     assert math.isclose(src.tokens.scale, math.sqrt(8))
+
+
+def test_a_position_scale_multiplies_the_sinusoids_and_is_refused_for_a_learned_table():
+    torch.manual_seed(0)
+    plain = SequenceEmbedding(20, 8, max_len=16)
+    scaled = SequenceEmbedding(20, 8, max_len=16, position_scale=0.1, token_embedding=plain.tokens)
+    tokens = torch.tensor([[3, 4, 5, 6]])
+    table = SinusoidalPositions(16, 8).table
+    torch.testing.assert_close(scaled(tokens), plain.tokens(tokens) + 0.1 * table[:4])
+    with pytest.raises(ValueError, match="sinusoidal"):
+        SequenceEmbedding(20, 8, max_len=16, positions="learned", position_scale=0.1)
