@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
+import sys
 from pathlib import Path
 
 import yaml
@@ -68,6 +70,8 @@ def main() -> None:
         "--first", type=int, default=30, help="positions measured (Multi30k sentences: ~30 pieces)"
     )
     args = parser.parse_args()
+    print("# Positional signal against token embeddings, per checkpoint (Table 3 row E)\n")
+    print(f"`{shlex.join(['python', '-m', 'bench.studies.position_signal', *sys.argv[1:]])}`\n")
     for run_dir in args.runs:
         print(markdown(run_dir, signal(run_dir, args.first), args.first) + "\n")
 
