@@ -1,6 +1,6 @@
 """zoo.convert.ctranslate2: over the written directory, CTranslate2's token log-probabilities of a
 given translation equal zoo's, and its greedy search zoo's, for the variants it maps (post- and
-pre-norm, LayerNorm and RMSNorm, ReLU and GELU, sinusoidal and learned positions); the search
+pre-norm, LayerNorm and RMSNorm, ReLU and GELU, sinusoidal (also scaled) and learned positions); the search
 rules where the engine's defaults differ (EOS first, the length limit); restricted
 self-attention is refused by name. (The trained-model check through the export verb is
 tests/tasks/translation/test_export.py.)"""
@@ -45,8 +45,12 @@ def tiny(vocab: int, **variant) -> torch.nn.Module:
 
 @pytest.mark.parametrize(
     "variant",
-    [{}, {"pre_norm": True, "norm": "rms", "activation": "gelu", "positions": "learned"}],
-    ids=["post_norm", "pre_norm_rms_gelu_learned"],
+    [
+        {},
+        {"pre_norm": True, "norm": "rms", "activation": "gelu", "positions": "learned"},
+        {"position_scale": 0.1},  # the table CTranslate2 reads is the scaled one
+    ],
+    ids=["post_norm", "pre_norm_rms_gelu_learned", "sinusoids_scaled"],
 )
 def test_scores_and_greedy_search_equal_zoo(tokenizer, tmp_path, variant):
     model = tiny(tokenizer.vocab_size, **variant)
