@@ -30,9 +30,12 @@ BERT = BertModelConfig(
 
 @pytest.fixture
 def bert_dir(handful, tmp_path):
-    """A random tiny BERT saved as a Hugging Face directory, its vocabulary from the handful."""
+    """A random tiny BERT saved as a Hugging Face directory, its vocabulary from the handful:
+    every word and character (`whole_words`), since WordPiece training breaks ties between equally
+    frequent merges differently in each process, and the learning test below needs the same
+    vocabulary, hence the same run, every time."""
     text = [" ".join(t.leaves()) for t in handful["train"]] + ["( ) / 1/2 \" '"]
-    tokenizer = WordPieceTokenizer.train(text, vocab_size=120, min_frequency=1)
+    tokenizer = WordPieceTokenizer.whole_words(text)
     torch.manual_seed(1)
     model = build_bert(BERT, tokenizer.vocab_size, tokenizer.pad_id)
     return write_hf_directory(LoadedBert(model.eval(), tokenizer, BERT, tmp_path), tmp_path / "bert")
