@@ -166,6 +166,40 @@ class Transformer(Seq2Seq):
         return DecoderCache.empty(len(self.decoder.layers), beams=beams)
 
 
+def sequence_embedding(
+    cfg: ModelConfig, vocab_size: int, pad_idx: int, tokens: TokenEmbedding | None
+) -> SequenceEmbedding:
+    """One side's input layer as `cfg` describes it; `tokens` shares another side's table."""
+    return SequenceEmbedding(
+        vocab_size,
+        cfg.dim,
+        max_len=cfg.max_len,
+        padding_idx=pad_idx,
+        positions=cfg.positions,
+        position_scale=cfg.position_scale,
+        dropout=cfg.dropout,
+        token_embedding=tokens,
+    )
+
+
+def layer_spec(cfg: ModelConfig) -> LayerSpec:
+    """The encoder's and decoder's layer shape as `cfg` describes it."""
+    return LayerSpec(
+        cfg.dim,
+        cfg.num_heads,
+        cfg.ffn_dim,
+        dropout=cfg.dropout,
+        attn_dropout=cfg.attn_dropout,
+        ffn_dropout=cfg.ffn_dropout,
+        activation=cfg.activation,
+        norm=cfg.norm,
+        pre_norm=cfg.pre_norm,
+        window=cfg.window,
+        attention_score=cfg.attention_score,
+        key_dim=cfg.key_dim,
+    )
+
+
 def build_model(
     cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_idx: int
 ) -> Transformer | RecurrentSeq2Seq:
@@ -191,34 +225,11 @@ def build_model(
     if cfg.arch == "rnn":
         return build_recurrent_seq2seq(cfg, src_vocab_size, tgt_vocab_size, pad_idx)
 
-    def embedding(vocab_size: int, tokens: TokenEmbedding | None) -> SequenceEmbedding:
-        return SequenceEmbedding(
-            vocab_size,
-            cfg.dim,
-            max_len=cfg.max_len,
-            padding_idx=pad_idx,
-            positions=cfg.positions,
-            position_scale=cfg.position_scale,
-            dropout=cfg.dropout,
-            token_embedding=tokens,
-        )
-
-    spec = LayerSpec(
-        cfg.dim,
-        cfg.num_heads,
-        cfg.ffn_dim,
-        dropout=cfg.dropout,
-        attn_dropout=cfg.attn_dropout,
-        ffn_dropout=cfg.ffn_dropout,
-        activation=cfg.activation,
-        norm=cfg.norm,
-        pre_norm=cfg.pre_norm,
-        window=cfg.window,
-        attention_score=cfg.attention_score,
-        key_dim=cfg.key_dim,
+    spec = layer_spec(cfg)
+    src_embed = sequence_embedding(cfg, src_vocab_size, pad_idx, None)
+    tgt_embed = sequence_embedding(
+        cfg, tgt_vocab_size, pad_idx, src_embed.tokens if cfg.share_embeddings else None
     )
-    src_embed = embedding(src_vocab_size, None)
-    tgt_embed = embedding(tgt_vocab_size, src_embed.tokens if cfg.share_embeddings else None)
     encoder = Encoder.uniform(cfg.encoder_layers, spec)
     decoder = Decoder.uniform(cfg.decoder_layers, spec)
     # Only the stacks: over the whole model the Xavier rule would also hit the tied output
