@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.output import add_out_option
+from bench.studies.variations_report import described
 from zoo.cli import main_guard
 from zoo.config import UserError
 
@@ -92,11 +93,8 @@ def markdown(rows: list[dict[str, Any]], seeds: list[int]) -> str:
 
 
 def hardware_note(reports: dict[int, dict[str, Any]]) -> str:
-    def machine(h: dict[str, Any]) -> str:
-        return ", ".join([h["gpu"] or h["cpu"], f"{h['cores']} host cores", f"torch {h['torch']}"])
-
     return "; ".join(
-        f"seed {seed}: {machine(report['hardware'])}" for seed, report in sorted(reports.items())
+        f"seed {seed}: {described(report['hardware'])}" for seed, report in sorted(reports.items())
     )
 
 
