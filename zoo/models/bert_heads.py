@@ -16,8 +16,10 @@ Shape key: B batch, T tokens, D model dim, L labels.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import torch
 from torch import Tensor, nn
 
 from zoo.blocks import Dropout
@@ -144,3 +146,39 @@ class BertForQuestionAnswering(nn.Module):
         """attention_mask: bool (B, T), True on real tokens (default: every id but [PAD])."""
         logits = self.span_head(self.bert.encode(input_ids, token_type_ids, attention_mask))
         return SpanLogits(logits[..., 0], logits[..., 1])
+
+
+class BertHeadEnsemble(nn.Module):
+    """Fine-tuned heads of one kind read as one model (fairseq's `--path a.pt:b.pt`): each output
+    is the log of the members' mean probability, over the labels (sentence and token labels) or,
+    for spans, over each input's real tokens, start and end apart. Its softmax is that mean
+    probability, so whatever reads a member's logits reads the ensemble's. Inputs as a member's.
+
+    Args:
+        members: two or more models of one class (BertForSequenceClassification, ...) that read
+            the same ids: one tokenizer, one label set (the caller checks both).
+    """
+
+    def __init__(self, members: list[nn.Module]) -> None:
+        super().__init__()
+        kinds = {type(member).__name__ for member in members}
+        if len(kinds) != 1:
+            raise ValueError(f"an ensemble's members are one kind of head, got {', '.join(sorted(kinds))}")
+        self.members = nn.ModuleList(members)
+
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, attention_mask: Tensor | None = None
+    ) -> Tensor | SpanLogits:
+        outputs = [member(input_ids, token_type_ids, attention_mask) for member in self.members]
+        if not isinstance(outputs[0], SpanLogits):
+            return _log_mean_probability(outputs)
+        # A member scores padding too; the mean probability is over the tokens it reads.
+        real = input_ids != self.members[0].bert.pad_id if attention_mask is None else attention_mask.bool()
+        start, end = ([out[i].masked_fill(~real, float("-inf")) for out in outputs] for i in range(2))
+        return SpanLogits(_log_mean_probability(start), _log_mean_probability(end))
+
+
+def _log_mean_probability(logits: list[Tensor]) -> Tensor:
+    """log(mean of softmax(x) over the list), softmax over the last axis."""
+    log_probs = torch.stack([x.float().log_softmax(dim=-1) for x in logits])
+    return torch.logsumexp(log_probs, dim=0) - math.log(len(logits))

@@ -3,7 +3,8 @@ and F1 and MCC for two labels; tag: conlleval chunk F1 overall and per type; spa
 match and F1), predict (a sentence or `a<TAB>b` -> label and probability; a line
 of words -> its tags; `question<TAB>passage` -> the answer and its score), attention (every
 layer and head on the first input), export (the Hugging Face BertForSequenceClassification,
-BertForTokenClassification or BertForQuestionAnswering directory, or ONNX), average. One spec serves the
+BertForTokenClassification or BertForQuestionAnswering directory, or ONNX), average. Evaluate and
+predict read several runs as one with `--ensemble RUN2:RUN3` (mean probabilities). One spec serves the
 three heads: what differs is picked by the run's `head` (tasks.bert.finetune.heads).
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import torch
+from torch import nn
 
 from tasks.bert.data import TOKENIZER_FILE
 from tasks.bert.finetune import heads
@@ -23,12 +25,14 @@ from tasks.bert.finetune.examples import builtin_set
 from tasks.bert.finetune.splits import describe, read_split
 from tasks.bert.finetune.task import Encoder, FinetuneTask, rebuild
 from tasks.bert.inference import attention_weights
+from zoo.config import UserError
 from zoo.convert.hf_bert_heads import LoadedBertHead, write_hf_head_directory
 from zoo.convert.onnx.export import export_bert
 from zoo.data.wordpiece import WordPieceTokenizer
+from zoo.models.bert_heads import BertHeadEnsemble
 from zoo.plot import plot_self_attention
 from zoo.train import FitResult, Trained
-from zoo.verbs import Evaluation, Loaded, TaskSpec, VerbOptions
+from zoo.verbs import Evaluation, Loaded, TaskSpec, Unsupported, VerbOptions
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[3] / "configs" / "bert" / "finetune_default.yaml"
 NOT_PUBLISHED = (
@@ -72,6 +76,30 @@ def sample_input(head: str) -> str:
     return f"{example.question}\t{example.context}"
 
 
+def _member(member: Trained, run: Trained, tokenizer: WordPieceTokenizer, encoder: Encoder) -> nn.Module:
+    """An ensemble member's model: it must read RUN's inputs and answer in RUN's labels."""
+    model, own_tokenizer, own_encoder = rebuild(member)
+    differs = (
+        "another head" if member.cfg.head != run.cfg.head
+        else "other labels" if own_encoder.labels != encoder.labels
+        else "another tokenizer" if own_tokenizer.to_bytes() != tokenizer.to_bytes()
+        else ""
+    )  # fmt: skip
+    if differs:
+        raise UserError(f"--ensemble: {member.path} was trained with {differs} than {run.path}")
+    return model
+
+
+def _others(loaded: LoadedFinetune) -> str:
+    members = loaded.model.members if isinstance(loaded.model, BertHeadEnsemble) else [loaded.model]
+    return f" and {len(members) - 1} more, an ensemble" if len(members) > 1 else ""
+
+
+def _one_model(loaded: LoadedFinetune, verb: str) -> None:
+    if isinstance(loaded.model, BertHeadEnsemble):
+        raise Unsupported(f"bert_finetune: {verb} one model; drop --ensemble")
+
+
 class FinetuneSpec(TaskSpec):
     name = "bert_finetune"
     description = "BERT fine-tuned: classify sentences, tag words (B-I-O), or answer questions (spans)"
@@ -79,6 +107,7 @@ class FinetuneSpec(TaskSpec):
     default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
     export_formats = ("hf", "onnx")
     int8 = True
+    ensemble = True  # evaluate and predict; attention and export draw or write one model
 
     def runner_task(self, cfg: FinetuneConfig) -> FinetuneTask:
         return FinetuneTask(cfg)
@@ -92,8 +121,13 @@ class FinetuneSpec(TaskSpec):
         print(NEXT_STEPS.format(run=result.run_dir, sample=sample, architecture=ARCHITECTURES[cfg.head]))
 
     def load(self, trained: list[Trained[FinetuneConfig]], options: VerbOptions) -> LoadedFinetune:
-        (run,) = trained
+        """The model; with several runs (--ensemble) their heads as one, mean probabilities
+        (zoo.models.bert_heads.BertHeadEnsemble), reading RUN's tokenizer and encoding."""
+        run = trained[0]
         model, tokenizer, encoder = rebuild(run)
+        members = [model, *(_member(member, run, tokenizer, encoder) for member in trained[1:])]
+        if len(members) > 1:
+            model = BertHeadEnsemble(members)
         precision = options.precision or run.cfg.train.precision
         return LoadedFinetune(
             model.to(torch.device(options.device)), run, precision, tokenizer, encoder, run.cfg
@@ -108,7 +142,7 @@ class FinetuneSpec(TaskSpec):
         caveat = NOT_PUBLISHED if cfg.head == "span" and cfg.data.train else ""
         summary = (
             f"{options.split} ({cfg.head}; {describe(cfg, options.split)}: {len(examples):,} examples): "
-            f"{heads.summary(cfg.head, found)}{caveat}  ({loaded.trained.path})"
+            f"{heads.summary(cfg.head, found)}{caveat}  ({loaded.trained.path}{_others(loaded)})"
         )
         if cfg.head == "span":
             lines = [f"{e.id}\t{p[0]}" for e, p in zip(examples, predictions)]
@@ -134,6 +168,7 @@ class FinetuneSpec(TaskSpec):
     def attention(self, loaded: LoadedFinetune, lines: list[str], output: Path, options: VerbOptions) -> str:
         """Drawn on the input the model reads: the head's own encoding (its truncation; for a
         passage, the first window)."""
+        _one_model(loaded, "attention draws")
         head = loaded.cfg.head
         examples = self._examples(loaded, lines[:1], options)
         encoded = heads.encode(loaded.cfg, examples, loaded.tokenizer, loaded.encoder.labels)
@@ -152,6 +187,7 @@ class FinetuneSpec(TaskSpec):
         return [sample_input("classify")]
 
     def export(self, loaded: LoadedFinetune, fmt: str, output: Path, options: VerbOptions) -> None:
+        _one_model(loaded, "export writes")
         if fmt == "onnx":
             export_bert(loaded.model, output)
             (output / TOKENIZER_FILE).write_bytes(loaded.tokenizer.to_bytes())

@@ -12,6 +12,7 @@ from zoo.models.bert_heads import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
+    BertHeadEnsemble,
 )
 
 HEADS = {
@@ -118,3 +119,36 @@ def test_backward_reaches_the_encoder_with_finite_gradients(head):
     for name, param in model.named_parameters():
         assert param.grad is not None and torch.isfinite(param.grad).all(), name
     assert model.bert.embeddings.tokens.weight.grad.abs().sum() > 0
+
+
+def member(head: str, seed: int) -> torch.nn.Module:
+    """A head over its own noisy copy of the pretrained BERT: members that disagree."""
+    model = HEADS[head](pretrained())
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(torch.randn(param.shape, generator=generator) * 0.3)
+    return model.eval()
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_an_ensemble_predicts_its_members_mean_probability(head):
+    members = [member(head, seed) for seed in (1, 2, 3)]
+    ids, types, mask = inputs()
+    with torch.no_grad():
+        outputs = [m(ids, types, mask) for m in members]
+        together = BertHeadEnsemble(members).eval()(ids, types, mask)
+    if head != "span":
+        mean = torch.stack([out.softmax(-1) for out in outputs]).mean(0)
+        torch.testing.assert_close(together.softmax(-1), mean, atol=1e-6, rtol=1e-5)
+        return
+    for end in (0, 1):  # start, end: over each row's real tokens only
+        for row, length in enumerate(mask.sum(1).tolist()):
+            mean = torch.stack([out[end][row, :length].softmax(-1) for out in outputs]).mean(0)
+            torch.testing.assert_close(together[end][row, :length].exp(), mean, atol=1e-6, rtol=1e-5)
+            assert together[end][row, length:].eq(float("-inf")).all()
+
+
+def test_an_ensemble_of_different_heads_is_refused():
+    with pytest.raises(ValueError, match="one kind of head"):
+        BertHeadEnsemble([member("sequence", 1), member("token", 2)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from transformers import (
     pipeline,
 )
 
-from tasks.bert.finetune import train
+from tasks.bert.data import TOKENIZER_FILE
+from tasks.bert.finetune import heads, train
 from tasks.bert.finetune.config import FinetuneConfig
 from tasks.bert.finetune.spec import FinetuneSpec, sample_input
 from tests.tasks.bert.finetune.conftest import tiny_args
@@ -135,6 +137,60 @@ def test_bad_input_lines_are_refused_in_one_line(run_dir, monkeypatch, capsys):
         verb("predict", str(run), stdin=f"{sample_input(head)}\n{bad}\n", monkeypatch=monkeypatch)
     error = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and "stdin:2:" in error and "\n" not in error
+
+
+@pytest.fixture(scope="module")
+def second_run(run_dir, tmp_path_factory) -> Path:
+    """A run of run_dir's head from another seed and the same tokenizer (as fine-tunes of one
+    pretrained encoder share theirs): an ensemble's second member."""
+    head, first = run_dir
+    out = tmp_path_factory.mktemp(f"{head}-seed1") / "run"
+    out.mkdir()
+    shutil.copy(first / TOKENIZER_FILE, out / TOKENIZER_FILE)
+    train.main([*tiny_args(head), *STEPS, "--train.seed=1", f"--train.out_dir={out}"])
+    return out
+
+
+def mean_probability(runs: list[Path], line: str) -> tuple[torch.Tensor, list[str]]:
+    """Each run's label probabilities for one sentence, computed alone, then averaged; the labels."""
+    found = []
+    for run in runs:
+        loaded = FinetuneSpec().load([load_trained(run, FinetuneConfig)], VerbOptions(run=str(run)))
+        encoded = heads.encode(loaded.cfg, [heads.read_line("classify", line, "-", 1)], loaded.tokenizer,
+                               loaded.encoder.labels)  # fmt: skip
+        found.append(heads.run(loaded.model, encoded, 8)[0].softmax(-1))
+    return torch.stack(found).mean(0), loaded.encoder.labels
+
+
+def test_an_ensemble_evaluates_and_predicts_as_one_model(run_dir, second_run, monkeypatch, capsys):
+    head, run = run_dir
+    together = f"--ensemble={second_run}"
+    record = verb("evaluate", str(run), together, "--split=test", "--json")
+    assert record["ensemble"] == [str(run), str(second_run)] and 0 <= record["score"] <= 100
+    assert "and 1 more, an ensemble" in capsys.readouterr().err
+    sample = sample_input(head)
+    [output] = verb("predict", str(run), together, "--json", stdin=sample + "\n", monkeypatch=monkeypatch)
+    if head == "classify":  # the averaging itself, for every head: tests/zoo/models/test_bert_heads.py
+        mean, labels = mean_probability([run, second_run], sample)
+        assert output["probability"] == pytest.approx(mean.max().item(), abs=1e-6)
+        assert output["label"] == labels[mean.argmax()]
+    for name in ("attention", "export"):
+        with pytest.raises(SystemExit) as exit_info:
+            verb(name, str(run), together, f"--output={run.parent / name}", stdin=sample + "\n",
+                 monkeypatch=monkeypatch)  # fmt: skip
+        assert exit_info.value.code == 2 and "drop --ensemble" in capsys.readouterr().err
+
+
+def test_an_ensemble_of_another_head_is_refused_in_one_line(run_dir, tmp_path, capsys):
+    head, run = run_dir
+    other = "tag" if head != "tag" else "classify"
+    train.main([*tiny_args(other), *STEPS, f"--train.out_dir={tmp_path / other}"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        verb("evaluate", str(run), f"--ensemble={tmp_path / other}", "--split=test")
+    error = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and "\n" not in error
+    assert f"--ensemble: {tmp_path / other}" in error and "another head" in error
 
 
 def test_default_recipe_equals_the_built_in_defaults():
