@@ -27,6 +27,13 @@ FEW_QUERIES = 8
 """Query blocks up to this length (incremental decoding: one query per row, or one per beam of a
 sequence) take the written-out path in eval mode."""
 
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+LOW_PRECISION_CPU_MAX_KEYS = 256
+"""On a CPU in bf16 or fp16 (autocast), attention over at most this many keys takes the
+written-out path: torch's CPU flash kernel took 5-7x its time, forward and backward, over 65-128
+keys, and about as long at 256; it wins on long causal sequences (1,024 keys: half the time).
+bench/results/attention_bf16_cpu.md."""
+
 
 def attention_reference(
     q: Tensor,
@@ -53,7 +60,10 @@ def attention_reference(
         mask = causal if mask is None else mask & causal
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)
+    # bf16 and fp16 scores: in float32, as the fused kernels and Hugging Face's eager attention
+    # compute it (bf16 keeps 8 bits of a weight).
+    upcast = torch.float32 if scores.dtype in LOW_PRECISION else None
+    weights = scores.softmax(dim=-1, dtype=upcast).to(v.dtype)
     return (cheap_dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
@@ -228,12 +238,14 @@ class MultiHeadAttention(nn.Module):
             self.additive is not None
             or (q.shape[2] <= FEW_QUERIES and not self.training)
             or (dropout and cheap_mask_applies(q, dropout))
+            or _short_low_precision_on_cpu(q, k)
         ):
             # The additive score has no fused kernel. Decoding steps (a few queries per sequence):
             # three plain products beat the kernel (about 8% of a beam search's time on the small
             # bench preset). Dropout on the weights on a CPU: the kernel falls back to these same
             # products with a bernoulli_ mask, which took 14% of a SQuAD fine-tuning step
-            # (bench.bert_finetune_speed, bf16); zoo's cheap mask costs a fraction of it.
+            # (bench.bert_finetune_speed, bf16); zoo's cheap mask costs a fraction of it. Short
+            # sequences in bf16 on a CPU: see LOW_PRECISION_CPU_MAX_KEYS.
             return attention_reference(q, k, v, mask, is_causal, score_fn=self._scores, dropout=dropout)[0]
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=dropout, scale=self._scale
@@ -249,6 +261,15 @@ class MultiHeadAttention(nn.Module):
     def _scale(self) -> float | None:
         """The fused kernel's scale for the dot products (None: its default, 1 / sqrt(Dk))."""
         return None if self.score == "scaled_dot" else 1.0
+
+
+def _short_low_precision_on_cpu(q: Tensor, k: Tensor) -> bool:
+    return (
+        q.device.type == "cpu"
+        and q.dtype in LOW_PRECISION
+        and k.shape[-2] <= LOW_PRECISION_CPU_MAX_KEYS
+        and not torch.compiler.is_compiling()
+    )
 
 
 def _group_rows(q: Tensor, sequences: int) -> Tensor:

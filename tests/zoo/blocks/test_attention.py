@@ -7,6 +7,8 @@ import torch
 from torch import nn
 
 from zoo.blocks import KVCache, MultiHeadAttention, attention_maps, causal_mask, lengths_mask
+from zoo.blocks import attention as attention_module
+from zoo.blocks.attention import LOW_PRECISION_CPU_MAX_KEYS, attention_reference
 
 B, T, S, D, H = 3, 7, 5, 16, 4
 
@@ -139,3 +141,44 @@ def test_attention_maps_name_every_module_and_record_each_call():
 def test_rejects_indivisible_heads():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(10, 3)
+
+
+@pytest.mark.parametrize("keys", [LOW_PRECISION_CPU_MAX_KEYS, LOW_PRECISION_CPU_MAX_KEYS + 1])
+def test_short_bf16_attention_on_the_cpu_is_written_out_and_equals_the_fused_kernel(keys, monkeypatch):
+    """Under bf16 autocast on a CPU, up to LOW_PRECISION_CPU_MAX_KEYS keys skip the fused kernel
+    (slower there), with the fused kernel's result and gradients to bf16 rounding."""
+    torch.manual_seed(0)
+    module = MultiHeadAttention(D, H).train()
+    x = torch.randn(2, keys, D, requires_grad=True)
+    mask = lengths_mask(torch.tensor([keys, keys // 2]), keys)
+
+    def run():
+        calls = []
+        real = attention_module.F.scaled_dot_product_attention
+        monkeypatch.setattr(attention_module.F, "scaled_dot_product_attention",
+                            lambda *a, **k: calls.append(1) or real(*a, **k))  # fmt: skip
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = module(x, mask=mask, is_causal=False)
+        monkeypatch.undo()
+        out.float().square().sum().backward()
+        grad, x.grad = x.grad.clone(), None
+        return out.float(), grad, bool(calls)
+
+    written, written_grad, fused_called = run()
+    assert fused_called == (keys > LOW_PRECISION_CPU_MAX_KEYS)
+    # The same computation in float32 through the fused kernel: the bf16 result is within bf16's
+    # rounding of it (8 significant bits, a few products deep).
+    with torch.no_grad():
+        expected = module(x, mask=mask)
+    torch.testing.assert_close(written, expected, atol=0.05, rtol=0.05)
+    expected = module(x, mask=mask)
+    expected.square().sum().backward()
+    torch.testing.assert_close(written_grad, x.grad, atol=0.1, rtol=0.1)
+
+
+def test_bf16_weights_are_a_float32_softmax_of_the_bf16_scores():
+    q, k, v = (torch.randn(2, 3, 9, 8).bfloat16() for _ in range(3))
+    _, weights = attention_reference(q, k, v)
+    scores = q / math.sqrt(8) @ k.transpose(-2, -1)
+    assert weights.dtype == torch.bfloat16
+    assert torch.equal(weights, scores.float().softmax(-1).bfloat16())
