@@ -259,6 +259,7 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
             Column("D", "D"),
             Column("H", "H"),
             Column("causal", "causal"),
+            Column("dtype", "dtype"),
             Column("zoo ms", "zoo_ms", "{:.2f}"),
             Column("torch ms", "torch_ms", "{:.2f}"),
             Column("ratio", "ratio", RATIO),
