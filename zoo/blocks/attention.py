@@ -30,8 +30,9 @@ sequence) take the written-out path in eval mode."""
 LOW_PRECISION = (torch.bfloat16, torch.float16)
 LOW_PRECISION_CPU_MAX_KEYS = 256
 """On a CPU in bf16 or fp16 (autocast), attention over at most this many keys takes the
-written-out path: torch's CPU flash kernel took 5-7x its time, forward and backward, over 65-128
-keys, and about as long at 256; it wins on long causal sequences (1,024 keys: half the time).
+written-out path: torch's CPU flash kernel took 5-7x as long as the three products, forward and
+backward, over 65-128 keys, and about as long at 256; it wins on long causal sequences (1,024
+keys: half their time).
 bench/results/attention_bf16_cpu.md."""
 
 
