@@ -76,13 +76,14 @@ def sample_input(head: str) -> str:
     return f"{example.question}\t{example.context}"
 
 
-def _member(member: Trained, run: Trained, tokenizer: WordPieceTokenizer, encoder: Encoder) -> nn.Module:
-    """An ensemble member's model: it must read RUN's inputs and answer in RUN's labels."""
+def _member(member: Trained, run: Trained, tokenizer: bytes, encoder: Encoder) -> nn.Module:
+    """An ensemble member's model: it must read RUN's inputs (`tokenizer`, RUN's serialised) and
+    answer in RUN's labels."""
     model, own_tokenizer, own_encoder = rebuild(member)
     differs = (
         "another head" if member.cfg.head != run.cfg.head
         else "other labels" if own_encoder.labels != encoder.labels
-        else "another tokenizer" if own_tokenizer.to_bytes() != tokenizer.to_bytes()
+        else "another tokenizer" if own_tokenizer.to_bytes() != tokenizer
         else ""
     )  # fmt: skip
     if differs:
@@ -125,9 +126,9 @@ class FinetuneSpec(TaskSpec):
         (zoo.models.bert_heads.BertHeadEnsemble), reading RUN's tokenizer and encoding."""
         run = trained[0]
         model, tokenizer, encoder = rebuild(run)
-        members = [model, *(_member(member, run, tokenizer, encoder) for member in trained[1:])]
-        if len(members) > 1:
-            model = BertHeadEnsemble(members)
+        if len(trained) > 1:
+            serialised = tokenizer.to_bytes()
+            model = BertHeadEnsemble([model, *(_member(m, run, serialised, encoder) for m in trained[1:])])
         precision = options.precision or run.cfg.train.precision
         return LoadedFinetune(
             model.to(torch.device(options.device)), run, precision, tokenizer, encoder, run.cfg
