@@ -31,8 +31,8 @@ LOW_PRECISION = (torch.bfloat16, torch.float16)
 LOW_PRECISION_CPU_MAX_KEYS = 256
 """On a CPU in bf16 or fp16 (autocast), attention over at most this many keys takes the
 written-out path: torch's CPU flash kernel took 5-7x as long as the three products, forward and
-backward, over 65-128 keys, and about as long at 256; it wins on long causal sequences (1,024
-keys: half their time).
+backward, over 65-128 keys, and 1.1-2.4x as long at 256 (two runs); it wins on long causal
+sequences (1,024 keys: half their time).
 bench/results/attention_bf16_cpu.md."""
 
 
@@ -61,10 +61,7 @@ def attention_reference(
         mask = causal if mask is None else mask & causal
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    # bf16 and fp16 scores: in float32, as the fused kernels and Hugging Face's eager attention
-    # compute it (bf16 keeps 8 bits of a weight).
-    upcast = torch.float32 if scores.dtype in LOW_PRECISION else None
-    weights = scores.softmax(dim=-1, dtype=upcast).to(v.dtype)
+    weights = scores.softmax(dim=-1)  # of bf16 scores: float32's softmax rounded, as torch computes it
     return (cheap_dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
