@@ -16,7 +16,9 @@ positions, and the score functions of section 3.2.1. Rows equal to the base (hea
 resumes where it stopped, and a finished row is neither trained nor measured again.
 
 Writes studies_variations.{json,md,png} into --out (runs/bench unless told; bench/results to
-record them) from every row measured so far, whichever rows this command ran. `--seed N` retrains
+record them) from every row measured so far, whichever rows this command ran: a row whose run is
+not in the cache (a fresh checkout) keeps its figures from the report being replaced, when that
+report was written at the same budget. `--seed N` retrains
 the chosen rows from another seed, in runs/studies/variations-seedN, reported as
 studies_variations_seedN: the spread between seeds is what a difference between rows must exceed.
 """
@@ -24,6 +26,7 @@ studies_variations_seedN: the spread between seeds is what a difference between 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import subprocess
@@ -142,8 +145,21 @@ def dry_run(rows: list[Row], runs: dict[str, str], budget: Budget) -> str:
     return "\n".join(lines)
 
 
-def assemble(budget: Budget, runs: dict[str, str], command: str) -> dict[str, Any]:
-    """The study's record, every row read from its run's study.json (None where not measured)."""
+def earlier_results(report: Path, budget: Budget) -> dict[str, dict[str, Any]]:
+    """Row name -> results in the report at `report`, if it was written at this budget."""
+    if not report.is_file():
+        return {}
+    record = json.loads(report.read_text())
+    if record["budget"]["max_steps"] != budget.max_steps:
+        return {}
+    return {row["name"]: row["results"] for row in record["rows"] if row["results"]}
+
+
+def assemble(
+    budget: Budget, runs: dict[str, str], command: str, earlier: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The study's record, every row read from its run's study.json, else from `earlier` (the
+    report being replaced), else None (not measured)."""
     by_name = {row.name: row for row in ROWS}
     rows = []
     for row in ROWS:
@@ -157,7 +173,7 @@ def assemble(budget: Budget, runs: dict[str, str], command: str) -> dict[str, An
                 "runs_as": source.name,
                 "command": shown(TRAIN, budget.train_args(source)),
                 "evaluate": shown(EVALUATE, budget.evaluate_args(source)),
-                "results": cached_results(source, budget),
+                "results": cached_results(source, budget) or earlier.get(source.name),
             }
         )
     return {
@@ -226,8 +242,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             f"beam 4 {results['bleu_beam4']:.2f}",
             flush=True,
         )
-    record = assemble(budget, runs, shlex.join(["python", "-m", "bench.studies.variations", *argv]))
-    write_report(record, args.out, NAME + (f"_seed{args.seed}" if args.seed else ""))
+    stem = NAME + (f"_seed{args.seed}" if args.seed else "")
+    command = shlex.join(["python", "-m", "bench.studies.variations", *argv])
+    record = assemble(budget, runs, command, earlier_results(args.out / f"{stem}.json", budget))
+    write_report(record, args.out, stem)
     return record
 
 

@@ -176,3 +176,38 @@ def test_the_table_is_assembled_from_the_cached_results(fake: FakeCommands, tmp_
     assert "(= base)" in table["E-sinusoidal"] and "| 4.50 |" in table["E-learned"]
     assert table["A-heads1"].endswith("| - | - | - | - | - |")
     assert (tmp_path / f"{variations.NAME}.png").is_file()
+
+
+def test_a_fresh_cache_keeps_the_earlier_reports_rows_at_the_same_budget(
+    fake: FakeCommands, tmp_path: Path
+) -> None:
+    """A new checkout has no runs: retraining one row must not blank the rows measured before."""
+    out = ["--max_steps", "8", "--out", str(tmp_path)]
+    variations.main(["--rows", "base,E-learned", "--out_root", str(tmp_path / "old"), *out])
+    variations.main(["--rows", "A-heads2", "--out_root", str(tmp_path / "new"), *out])
+    rows = {
+        row["name"]: row["results"]
+        for row in json.loads((tmp_path / f"{variations.NAME}.json").read_text())["rows"]
+    }
+    assert rows["base"]["ppl"] == FakeCommands.score(Path("base")) / 2
+    assert rows["E-learned"]["bleu_beam4"] == FakeCommands.score(Path("E-learned")) + 1
+    assert rows["A-heads2"]["ppl"] == FakeCommands.score(Path("A-heads2")) / 2
+    assert rows["A-heads1"] is None
+
+    variations.main(
+        [
+            "--rows",
+            "A-heads2",
+            "--out_root",
+            str(tmp_path / "other"),
+            "--max_steps",
+            "6",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    rows = {
+        row["name"]: row["results"]
+        for row in json.loads((tmp_path / f"{variations.NAME}.json").read_text())["rows"]
+    }
+    assert rows["base"] is None and rows["A-heads2"]["step"] == 6  # another budget: nothing kept
