@@ -278,7 +278,7 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
         ),
     ),
     "translation_speed": Table(
-        ("translation_speed.json",),
+        ("translation_speed_2026-11-26_multi30k.json",),
         decoding,
         (
             Column("weights", "weights"),
@@ -292,7 +292,7 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
         ),
     ),
     "translation_train_speed": Table(
-        ("translation_train_speed.json",),
+        ("translation_train_speed_zen5.json",),
         nested("train.threads", "threads", "precision"),
         (
             Column("threads", "threads"),
@@ -317,7 +317,7 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
         ),
     ),
     "vit_speed": Table(
-        ("vit_speed.json",),
+        ("vit_speed_zen5.json",),
         listed(),
         (
             Column("mode", "mode"),
