@@ -31,6 +31,15 @@ What becomes int8 and what stays float32:
   CTranslate2 stores all of these in int8, embeddings included; here they stay float32 so that
   neither the models' code nor their checkpoints change.
 
+Smoothing (SmoothQuant, Xiao et al. 2023), optional: a few input channels of a Transformer's
+linear layers carry values far larger than the rest, and one scale per row spends the 8-bit grid
+on them. Given each layer's largest input magnitude per channel on calibration data
+(`input_ranges`), `quantize_int8(model, ranges)` divides input channel j by
+s_j = range_j^alpha / max_i |W_ij|^(1 - alpha) and multiplies the weight's column j by it: the
+same product in exact arithmetic, with the activations' outliers moved into the weights, which
+have one scale per output channel to absorb them. GPT's tied output projection (read as a
+tensor, not called as a module) is not smoothed.
+
 The quantized model is for inference only: no gradients, and the encoder-decoder's teacher-forced
 loss (which reads `output.weight`) is not available.
 """
@@ -38,6 +47,7 @@ loss (which reads `output.weight`) is not available.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -57,6 +67,12 @@ DEPRECATION_MESSAGES = (r"torch\.ao\.quantization is deprecated", r"torch\.quant
 # translation model they are worth 0.21 BLEU (bench/results/int8.md).
 FULL_RANGE = torch.cpu._is_vnni_supported()
 FLOAT_LINEARS = (nn.Linear, Linear)  # Linear: zoo.blocks.linear's, the zoo's own layers
+# SmoothQuant's migration strength: 0.5 splits each channel's range evenly between activations
+# and weights (the paper's default for BERT- and OPT-sized models).
+SMOOTHING_ALPHA = 0.5
+# The smallest range a channel is given: a channel calibration never saw active would otherwise
+# be divided by zero.
+SMOOTHING_FLOOR = 1e-5
 
 
 class Int8Linear(dynamic.Linear):
@@ -70,7 +86,11 @@ class Int8Linear(dynamic.Linear):
     passes; the bias, kept out of the packed weights, is added last in float32.
     """
 
+    input_scale: Tensor | None = None  # 1 / s per input channel where smoothed (module docstring)
+
     def forward(self, x: Tensor) -> Tensor:
+        if self.input_scale is not None:
+            x = x * self.input_scale
         rows = x.abs().amax(-1, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
         packed = self._packed_params._packed_params
         out = torch.ops.quantized.linear_dynamic(x / rows, packed, reduce_range=not FULL_RANGE).mul_(rows)
@@ -80,11 +100,13 @@ class Int8Linear(dynamic.Linear):
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Int8Linear:
         # torch's from_float accepts nn.Linear by exact type; the zoo's Linear is one with another
         # forward, so it is handed over as a plain nn.Linear holding the same parameters.
+        input_scale = getattr(mod, "int8_input_scale", None)
         if type(mod) is Linear:
             plain = nn.Linear(mod.in_features, mod.out_features, bias=mod.bias is not None, device="meta")
             plain.weight, plain.bias, plain.qconfig = mod.weight, mod.bias, mod.qconfig
             mod = plain
         layer = super().from_float(mod, use_precomputed_fake_quant)
+        layer.input_scale = input_scale
         weight, bias = layer._packed_params._weight_bias()
         layer.float_bias = bias
         layer._packed_params.set_weight_bias(weight, None)
@@ -102,9 +124,53 @@ def fp32_linears(model: nn.Module) -> set[nn.Linear]:
     }
 
 
-def quantize_int8(model: nn.Module) -> nn.Module:
+def quantizable(model: nn.Module) -> dict[str, nn.Module]:
+    """Name -> each linear layer that `quantize_int8` makes int8."""
+    kept = fp32_linears(model)
+    return {
+        name: module
+        for name, module in model.named_modules()
+        if type(module) in FLOAT_LINEARS and module not in kept
+    }
+
+
+@torch.no_grad()
+def input_ranges(model: nn.Module, run: Callable[[], object]) -> dict[str, Tensor]:
+    """Name -> the largest magnitude of each input channel that reaches each quantizable linear
+    layer while `run()` runs the float model on calibration data (smoothing's statistic)."""
+    ranges: dict[str, Tensor] = {}
+
+    def recorder(name: str) -> Callable[[nn.Module, tuple[Tensor, ...]], None]:
+        def record(module: nn.Module, inputs: tuple[Tensor, ...]) -> None:
+            seen = inputs[0].detach().abs().flatten(0, -2).amax(0).float()
+            ranges[name] = torch.maximum(ranges[name], seen) if name in ranges else seen
+
+        return record
+
+    hooks = [module.register_forward_pre_hook(recorder(name)) for name, module in quantizable(model).items()]
+    try:
+        run()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return ranges
+
+
+def smooth(layer: nn.Module, input_range: Tensor, alpha: float = SMOOTHING_ALPHA) -> None:
+    """Move `layer`'s input outliers into its weight (module docstring): a new weight W diag(s),
+    never written into the old one (it may be tied to the embeddings), and 1 / s kept for the
+    int8 layer to scale its inputs by."""
+    weight = layer.weight.detach()
+    columns = weight.abs().amax(0).clamp(min=SMOOTHING_FLOOR)
+    scale = input_range.clamp(min=SMOOTHING_FLOOR).pow(alpha) / columns.pow(1 - alpha)
+    layer.weight = nn.Parameter(weight * scale, requires_grad=False)
+    layer.int8_input_scale = scale.reciprocal()
+
+
+def quantize_int8(model: nn.Module, ranges: dict[str, Tensor] | None = None) -> nn.Module:
     """`model` with its linear layers swapped in place for int8 ones (see the module docstring for
-    which), in eval mode; returned for chaining.
+    which), in eval mode; returned for chaining. With `ranges` (`input_ranges` of this model),
+    the layers they name are smoothed first.
 
     Raises:
         UserError: the model is not on the CPU (fbgemm's int8 kernels are CPU kernels).
@@ -114,12 +180,10 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         raise UserError(
             f"int8 runs on the CPU only (the model is on {', '.join(sorted(devices))}): use --device cpu"
         )
-    kept = fp32_linears(model)
-    names = {
-        name: per_channel_dynamic_qconfig
-        for name, module in model.named_modules()
-        if type(module) in FLOAT_LINEARS and module not in kept
-    }
+    layers = quantizable(model)
+    for name, input_range in (ranges or {}).items():
+        smooth(layers[name], input_range)
+    names = dict.fromkeys(layers, per_channel_dynamic_qconfig)
     with warnings.catch_warnings():
         for message in DEPRECATION_MESSAGES:
             warnings.filterwarnings("ignore", message=message)
@@ -136,6 +200,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
 
 def describe(model: nn.Module) -> str:
     """How many of `model`'s linear layers are int8 and how many float32, in a few words."""
-    int8 = sum(isinstance(module, Int8Linear) for module in model.modules())
+    int8 = [module for module in model.modules() if isinstance(module, Int8Linear)]
+    smoothed = sum(module.input_scale is not None for module in int8)
     kept = sum(type(module) in FLOAT_LINEARS for module in model.modules())
-    return f"{int8} linear layers in int8, {kept} in float32"
+    return f"{len(int8)} linear layers in int8 ({smoothed} smoothed), {kept} in float32"

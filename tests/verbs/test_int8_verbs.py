@@ -59,3 +59,35 @@ def test_int8_is_refused_in_one_line_where_it_cannot_run(task, verb, reason, tmp
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert reason in err and err.count("\n") == 1
+
+
+def test_int8_calibration_smooths_every_int8_layer_of_a_finetuned_bert(tmp_path):
+    tiny, run = TINY["bert_finetune"], tmp_path / "run"
+    trained = zoo(
+        "train", "bert_finetune", *QUIET, *tiny.train, "--train.max_steps=2", f"--train.out_dir={run}"
+    )
+    assert trained.returncode == 0, trained.stderr
+    evaluated = zoo("evaluate", "bert_finetune", str(run), "--checkpoint=last", "--threads=1",
+                    "--precision=int8", "--int8_calibration=16", "--json")  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr
+    note = re.search(
+        r"note: --precision int8: (\d+) linear layers in int8 \((\d+) smoothed\)", evaluated.stderr
+    )
+    assert note and note.group(1) == note.group(2) != "0", evaluated.stderr
+
+
+def test_int8_calibration_needs_int8_and_a_task_that_offers_it(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="'int8_calibration'.*--precision int8"):
+        load_config(VerbOptions, None, ["int8_calibration=16"])
+    run = tmp_path / "run"
+    trained = zoo("train", "gpt", *QUIET, *TINY["gpt"].train, "--train.max_steps=2", f"--train.out_dir={run}")
+    assert trained.returncode == 0, trained.stderr
+    with pytest.raises(SystemExit) as exit_info:
+        run_verb(
+            get_spec("gpt"),
+            "evaluate",
+            [str(run), "--checkpoint=last", "--precision=int8", "--int8_calibration=4"],
+        )
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--int8_calibration is not available" in err and err.count("\n") == 1

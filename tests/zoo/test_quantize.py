@@ -19,7 +19,7 @@ from zoo.models import ModelConfig, build_model
 from zoo.models.bert import Bert
 from zoo.models.bert_heads import BertForTokenClassification
 from zoo.models.gpt import GPT
-from zoo.quantize import FULL_RANGE, quantize_int8
+from zoo.quantize import FULL_RANGE, input_ranges, quantize_int8, smooth
 
 VOCAB = 40
 
@@ -114,6 +114,52 @@ def test_an_int8_layer_is_the_float_product_of_its_rounded_activations_and_weigh
     # Every row as close to float32 as the others: none pays for the batch's largest.
     error = (layer(x) - linear(x)).abs().amax(-1) / linear(x).abs().amax(-1)
     assert error.max() < 0.01, error
+
+
+@torch.no_grad()
+def test_input_ranges_are_each_channels_largest_magnitude_over_every_calibration_batch():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    batches = [torch.randn(3, 5, 8), torch.randn(2, 8) * 10]
+    ranges = input_ranges(model, lambda: [model(x) for x in batches])
+    rows = torch.cat([x.reshape(-1, 8) for x in batches])
+    torch.testing.assert_close(ranges["0"], rows.abs().amax(0))
+    torch.testing.assert_close(ranges["2"], model[1](model[0](rows)).abs().amax(0))
+    assert not model[0]._forward_pre_hooks and not model[2]._forward_pre_hooks  # removed after
+
+
+@torch.no_grad()
+def test_smoothing_is_the_same_product_in_float_and_brings_outlier_channels_closer_in_int8():
+    """Activations with a few channels 100x the rest, as a Transformer's: one scale per row spends
+    the 8-bit grid on them; smoothing moves them into the weight's columns."""
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 64)
+    x = torch.randn(32, 256)
+    x[:, [3, 70, 200]] *= 100.0
+    reference = linear(x)
+    smoothed, before = nn.Linear(256, 64), linear.weight.detach().clone()
+    smoothed.weight, smoothed.bias = linear.weight, linear.bias  # tied, as an output projection can be
+    smooth(smoothed, x.abs().amax(0))
+    torch.testing.assert_close(smoothed(x * smoothed.int8_input_scale), reference, rtol=1e-4, atol=1e-4)
+    assert torch.equal(linear.weight, before)  # the tied weight is not written
+
+    def error(ranges):
+        layer = quantize_int8(nn.Sequential(copy.deepcopy(linear)), ranges)[0]
+        return ((layer(x) - reference).norm() / reference.norm()).item()
+
+    plain, smoothed_error = error(None), error({"0": x.abs().amax(0)})
+    assert smoothed_error < plain / 3, (plain, smoothed_error)
+
+
+@torch.no_grad()
+def test_a_calibrated_tagger_is_smoothed_in_every_int8_layer_and_stays_close_to_float32():
+    model = tagger()
+    ranges = input_ranges(model, lambda: model(ids(4, 20, seed=3)))
+    quantized = quantize_int8(copy.deepcopy(model), ranges)
+    layers = [m for m in quantized.modules() if isinstance(m, Int8Linear)]
+    assert len(ranges) == len(layers) and all(m.input_scale is not None for m in layers)
+    x = ids(3, 20)
+    assert min_cosine(quantized(x), model(x)) > 0.99
 
 
 def test_a_model_off_the_cpu_is_refused():

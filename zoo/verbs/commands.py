@@ -14,7 +14,7 @@ import torch
 
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
-from zoo.quantize import describe, quantize_int8
+from zoo.quantize import describe, input_ranges, quantize_int8
 from zoo.train import evaluation, fit, load_trained
 from zoo.train.average import average_run
 from zoo.train.checkpoint import STEP_FILE, schema_name, step_checkpoints
@@ -81,8 +81,18 @@ def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
             [load_trained(run, spec.config, which=which, overrides=overrides) for run in runs], options
         )
     if options.precision == "int8":
-        print(f"note: --precision int8: {describe(quantize_int8(loaded.model))}", file=sys.stderr)
+        ranges = _int8_ranges(spec, loaded, options)
+        print(f"note: --precision int8: {describe(quantize_int8(loaded.model, ranges))}", file=sys.stderr)
     return loaded
+
+
+def _int8_ranges(spec: TaskSpec, loaded: Loaded, options: VerbOptions) -> dict | None:
+    """The float model's input ranges on --int8_calibration training examples (None: none asked)."""
+    if not options.int8_calibration:
+        return None
+    run = spec.calibration(loaded, options.int8_calibration, options)
+    with evaluation(loaded.model, "fp32"):
+        return input_ranges(loaded.model, run)
 
 
 def _report(options: VerbOptions, record: dict, summary: str) -> None:

@@ -38,6 +38,13 @@ class VerbOptions:
             "CPU only, where the task offers it (zoo.quantize)"
         },
     )
+    int8_calibration: int = field(
+        default=0,
+        metadata={
+            "help": "int8: first smooth the linear layers' inputs (SmoothQuant, zoo.quantize) on this many "
+            "training examples (0 = no smoothing; where the task offers it)"
+        },
+    )
     threads: int = field(default=0, metadata={"help": "CPU threads for torch (0 = torch's default)"})
     batch_size: int = field(default=0, metadata={"help": "items per batch (0 = the task's default batching)"})
     data_dir: str = field(
@@ -81,7 +88,9 @@ class VerbOptions:
             raise Invalid("precision", "int8 runs on the CPU only: use --device cpu (or bf16 on a GPU)")
         if kind == "cuda" and not torch.cuda.is_available():
             raise Invalid("device", "cuda was asked for but no CUDA device is visible")
-        for key in ("threads", "batch_size", "limit"):
+        if self.int8_calibration and self.precision != "int8":
+            raise Invalid("int8_calibration", "calibrates int8 smoothing: it needs --precision int8")
+        for key in ("threads", "batch_size", "limit", "int8_calibration"):
             if getattr(self, key) < 0:
                 raise Invalid(key, f"must be at least 0, not {getattr(self, key)}")
         if self.last < 1:

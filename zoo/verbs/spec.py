@@ -88,6 +88,11 @@ class TaskSpec:
         zoo's own loader; None when RUN is not one. A foreign model has no run directory."""
         return None
 
+    def calibration(self, loaded: Loaded, count: int, options: VerbOptions) -> Callable[[], object]:
+        """A call that runs the float model on `count` examples of the run's training split (a
+        fixed sample): int8 smoothing's calibration (--int8_calibration)."""
+        raise Unsupported(f"{self.name}: --int8_calibration is not available for this task")
+
     def evaluate(self, loaded: Loaded, options: VerbOptions) -> Evaluation:
         raise Unsupported(f"{self.name}: evaluate is not available")
 

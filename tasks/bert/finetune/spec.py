@@ -10,7 +10,9 @@ three heads: what differs is picked by the run's `head` (tasks.bert.finetune.hea
 
 from __future__ import annotations
 
+import random
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,6 +37,7 @@ from zoo.train import FitResult, Trained
 from zoo.verbs import Evaluation, Loaded, TaskSpec, Unsupported, VerbOptions
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[3] / "configs" / "bert" / "finetune_default.yaml"
+CALIBRATION_SEED = 0  # which training examples --int8_calibration reads: the same every time
 NOT_PUBLISHED = (
     " (held-out articles of SQuAD's dev set, trained on its other articles: not comparable with "
     "published SQuAD dev numbers)"
@@ -133,6 +136,11 @@ class FinetuneSpec(TaskSpec):
         return LoadedFinetune(
             model.to(torch.device(options.device)), run, precision, tokenizer, encoder, run.cfg
         )
+
+    def calibration(self, loaded: LoadedFinetune, count: int, options: VerbOptions) -> Callable[[], object]:
+        examples = read_split(loaded.cfg, "train")
+        sample = random.Random(CALIBRATION_SEED).sample(examples, min(count, len(examples)))
+        return lambda: loaded.outputs(sample, options.batch_size)
 
     def evaluate(self, loaded: LoadedFinetune, options: VerbOptions) -> Evaluation:
         cfg, labels = loaded.cfg, loaded.encoder.labels
