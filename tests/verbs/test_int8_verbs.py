@@ -61,14 +61,13 @@ def test_int8_is_refused_in_one_line_where_it_cannot_run(task, verb, reason, tmp
     assert reason in err and err.count("\n") == 1
 
 
-def test_int8_calibration_smooths_every_int8_layer_of_a_finetuned_bert(tmp_path):
-    tiny, run = TINY["bert_finetune"], tmp_path / "run"
-    trained = zoo(
-        "train", "bert_finetune", *QUIET, *tiny.train, "--train.max_steps=2", f"--train.out_dir={run}"
-    )
+@pytest.mark.parametrize("task", ["bert_finetune", "translation"])
+def test_int8_calibration_smooths_every_int8_layer_the_calibration_reaches(task, tmp_path):
+    tiny, run = TINY[task], tmp_path / "run"
+    trained = zoo("train", task, *QUIET, *tiny.train, "--train.max_steps=2", f"--train.out_dir={run}")
     assert trained.returncode == 0, trained.stderr
-    evaluated = zoo("evaluate", "bert_finetune", str(run), "--checkpoint=last", "--threads=1",
-                    "--precision=int8", "--int8_calibration=16", "--json")  # fmt: skip
+    evaluated = zoo("evaluate", task, str(run), "--checkpoint=last", "--threads=1", "--precision=int8",
+                    "--int8_calibration=16", "--limit=4", "--json")  # fmt: skip
     assert evaluated.returncode == 0, evaluated.stderr
     note = re.search(
         r"note: --precision int8: (\d+) linear layers in int8 \((\d+) smoothed\)", evaluated.stderr

@@ -27,6 +27,8 @@ from zoo.config import UserError
 from zoo.train import FitResult, Task, Trained
 from zoo.verbs.options import VerbOptions
 
+CALIBRATION_SEED = 0  # which training examples --int8_calibration reads: the same every time
+
 
 class Unsupported(UserError):
     """A verb or option this task has no meaning for."""

@@ -10,7 +10,6 @@ three heads: what differs is picked by the run's `head` (tasks.bert.finetune.hea
 
 from __future__ import annotations
 
-import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,14 +29,15 @@ from tasks.bert.inference import attention_weights
 from zoo.config import UserError
 from zoo.convert.hf_bert_heads import LoadedBertHead, write_hf_head_directory
 from zoo.convert.onnx.export import export_bert
+from zoo.data.sample import reservoir
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert_heads import BertHeadEnsemble
 from zoo.plot import plot_self_attention
 from zoo.train import FitResult, Trained
 from zoo.verbs import Evaluation, Loaded, TaskSpec, Unsupported, VerbOptions
+from zoo.verbs.spec import CALIBRATION_SEED
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[3] / "configs" / "bert" / "finetune_default.yaml"
-CALIBRATION_SEED = 0  # which training examples --int8_calibration reads: the same every time
 NOT_PUBLISHED = (
     " (held-out articles of SQuAD's dev set, trained on its other articles: not comparable with "
     "published SQuAD dev numbers)"
@@ -138,8 +138,7 @@ class FinetuneSpec(TaskSpec):
         )
 
     def calibration(self, loaded: LoadedFinetune, count: int, options: VerbOptions) -> Callable[[], object]:
-        examples = read_split(loaded.cfg, "train")
-        sample = random.Random(CALIBRATION_SEED).sample(examples, min(count, len(examples)))
+        sample = reservoir(read_split(loaded.cfg, "train"), count, CALIBRATION_SEED)
         return lambda: loaded.outputs(sample, options.batch_size)
 
     def evaluate(self, loaded: LoadedFinetune, options: VerbOptions) -> Evaluation:
