@@ -61,8 +61,9 @@ def test_int8_is_refused_in_one_line_where_it_cannot_run(task, verb, reason, tmp
     assert reason in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("task", ["bert_finetune", "translation"])
-def test_int8_calibration_smooths_every_int8_layer_the_calibration_reaches(task, tmp_path):
+# GPT's tied output projection is read as a tensor, so calibration never sees its input.
+@pytest.mark.parametrize("task, unsmoothed", [("bert_finetune", 0), ("gpt", 1), ("translation", 0)])
+def test_int8_calibration_smooths_every_int8_layer_the_calibration_reaches(task, unsmoothed, tmp_path):
     tiny, run = TINY[task], tmp_path / "run"
     trained = zoo("train", task, *QUIET, *tiny.train, "--train.max_steps=2", f"--train.out_dir={run}")
     assert trained.returncode == 0, trained.stderr
@@ -72,18 +73,20 @@ def test_int8_calibration_smooths_every_int8_layer_the_calibration_reaches(task,
     note = re.search(
         r"note: --precision int8: (\d+) linear layers in int8 \((\d+) smoothed\)", evaluated.stderr
     )
-    assert note and note.group(1) == note.group(2) != "0", evaluated.stderr
+    assert note and int(note.group(1)) - unsmoothed == int(note.group(2)) > 0, evaluated.stderr
 
 
 def test_int8_calibration_needs_int8_and_a_task_that_offers_it(tmp_path, capsys):
     with pytest.raises(ConfigError, match="'int8_calibration'.*--precision int8"):
         load_config(VerbOptions, None, ["int8_calibration=16"])
     run = tmp_path / "run"
-    trained = zoo("train", "gpt", *QUIET, *TINY["gpt"].train, "--train.max_steps=2", f"--train.out_dir={run}")
+    trained = zoo(
+        "train", "bert", *QUIET, *TINY["bert"].train, "--train.max_steps=2", f"--train.out_dir={run}"
+    )
     assert trained.returncode == 0, trained.stderr
     with pytest.raises(SystemExit) as exit_info:
         run_verb(
-            get_spec("gpt"),
+            get_spec("bert"),
             "evaluate",
             [str(run), "--checkpoint=last", "--precision=int8", "--int8_calibration=4"],
         )
