@@ -68,12 +68,14 @@ def test_int8_calibration_smooths_every_int8_layer_the_calibration_reaches(task,
     trained = zoo("train", task, *QUIET, *tiny.train, "--train.max_steps=2", f"--train.out_dir={run}")
     assert trained.returncode == 0, trained.stderr
     evaluated = zoo("evaluate", task, str(run), "--checkpoint=last", "--threads=1", "--precision=int8",
-                    "--int8_calibration=16", "--limit=4", "--json")  # fmt: skip
+                    "--int8_calibration=16", "--json")  # fmt: skip
     assert evaluated.returncode == 0, evaluated.stderr
     note = re.search(
         r"note: --precision int8: (\d+) linear layers in int8 \((\d+) smoothed\)", evaluated.stderr
     )
     assert note and int(note.group(1)) - unsmoothed == int(note.group(2)) > 0, evaluated.stderr
+    kept = json.loads((run / "eval_test_int8_smoothed16.json").read_text())  # beside the plain int8 one
+    assert kept == json.loads(evaluated.stdout) and kept["int8_calibration"] == 16
 
 
 def test_int8_calibration_needs_int8_and_a_task_that_offers_it(tmp_path, capsys):

@@ -104,6 +104,13 @@ def _report(options: VerbOptions, record: dict, summary: str) -> None:
         print(summary)
 
 
+def _precision_suffix(options: VerbOptions) -> str:
+    """What keeps an int8 score beside the float one: `_int8`, `_int8_smoothed512` (calibrated)."""
+    if options.precision != "int8":
+        return ""
+    return "_int8" + (f"_smoothed{options.int8_calibration}" if options.int8_calibration else "")
+
+
 def evaluate(spec: TaskSpec, argv: list[str]) -> dict:
     """Score a split of the run's data; the record also lands in RUN/eval_<split>.json."""
     options = _options(spec, "evaluate", argv)
@@ -124,10 +131,12 @@ def evaluate(spec: TaskSpec, argv: list[str]) -> dict:
     }
     if options.ensemble:
         record["ensemble"] = [options.run, *options.ensemble_runs]
+    if options.int8_calibration:
+        record["int8_calibration"] = options.int8_calibration
     # Kept beside a zoo run (not a lone file's folder, not a foreign model) when it scored all of it;
     # an int8 score beside the float one, not over it.
     if (trained.run_dir / "config.yaml").is_file() and not options.limit and not options.ensemble:
-        name = f"eval_{options.split}{'_int8' if options.precision == 'int8' else ''}.json"
+        name = f"eval_{options.split}{_precision_suffix(options)}.json"
         (trained.run_dir / name).write_text(json.dumps(record, indent=2) + "\n")
     _report(options, record, result.summary)
     return record
