@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import re
 import shutil
+import sys
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -296,7 +297,11 @@ def resolve_checkpoint(source: str | Path, which: str = "best") -> tuple[Path, P
         if not steps:
             raise UserError(f"{source}: no checkpoints in {checkpoints}")
         if which == "best":
-            print(f"note: {source} has no best.pt (train.best_metric unset): using {steps[-1].name}")
+            # stderr: a verb's --json output on stdout must stay one JSON record
+            print(
+                f"note: {source} has no best.pt (train.best_metric unset): using {steps[-1].name}",
+                file=sys.stderr,
+            )
         return steps[-1], source
     path = source / "averaged.pt" if which == "averaged" else Path(which)
     if not path.is_file():
