@@ -7,7 +7,8 @@ same models, on the CPU, the contenders taking turns in one run (bench/timing.py
 
 - methods: how zoo.quantize's method was chosen. A BERT encoder of all-MiniLM-L6-v2's size
   (random weights) at batch 32 x 128: float32; torch's `quantize_dynamic` as shipped (7-bit
-  activations); zoo.quantize (the same, 8-bit activations on VNNI CPUs); torchao's
+  activations); zoo.quantize (the same, 8-bit activations on VNNI CPUs), and smoothed
+  (SmoothQuant, calibrated on other random ids than the timed ones); torchao's
   `Int8DynamicActivationInt8WeightConfig` in eager mode and, with --compile, under
   `torch.compile` with inductor's freezing. torchao's rows appear only where it is installed (it
   is not a dependency). Seconds per forward, and the lowest cosine similarity of a row's hidden
@@ -45,7 +46,7 @@ from bench.output import add_out_option
 from bench.tables import RATE, RATIO, Column
 from bench.tables import markdown as table
 from bench.timing import cpu_model, interleaved_medians, run_meta
-from zoo.quantize import FULL_RANGE, quantize_int8
+from zoo.quantize import FULL_RANGE, input_ranges, quantize_int8
 
 MINILM = dict(vocab_size=30522, dim=384, num_layers=6, num_heads=12, ffn_dim=1536)
 BATCH, LENGTH = 32, 128
@@ -67,6 +68,16 @@ def torchao_int8(model: nn.Module) -> nn.Module:
     return model
 
 
+def smoothed_int8(model: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """zoo.quantize with SmoothQuant's smoothing (--int8_calibration), calibrated on other ids
+    than the timed ones."""
+    ids = torch.randint(
+        1000, MINILM["vocab_size"], (BATCH, LENGTH), generator=torch.Generator().manual_seed(1)
+    )
+    ranges = input_ranges(model, lambda: model.encode(ids))
+    return quantize_int8(copy.deepcopy(model), ranges).encode
+
+
 def method_forwards(compiled: bool) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
     """Each method's encoder forward, ids (B, T) -> hidden states (B, T, D)."""
     from zoo.models.bert import Bert
@@ -77,6 +88,7 @@ def method_forwards(compiled: bool) -> dict[str, Callable[[torch.Tensor], torch.
         "fp32": model.encode,
         "torch quantize_dynamic": torch_dynamic(copy.deepcopy(model)).encode,
         "zoo.quantize": quantize_int8(copy.deepcopy(model)).encode,
+        "zoo.quantize, smoothed": smoothed_int8(model),
     }
     try:
         forwards["torchao eager"] = torchao_int8(copy.deepcopy(model)).encode
