@@ -47,24 +47,19 @@ from bench.tables import RATE, RATIO, Column
 from bench.tables import markdown as table
 from bench.timing import cpu_model, interleaved_medians, run_meta
 from zoo.blocks.linear import Linear
-from zoo.quantize import FULL_RANGE, input_ranges, quantize_int8
+from zoo.quantize import FULL_RANGE, input_ranges, plain_linear, quantize_int8
 
 MINILM = dict(vocab_size=30522, dim=384, num_layers=6, num_heads=12, ffn_dim=1536)
 BATCH, LENGTH = 32, 128
 
 
 def plain_linears(model: nn.Module) -> nn.Module:
-    """`model` with every zoo Linear (zoo.blocks.linear, a subclass on oneDNN) swapped in place
-    for a plain nn.Linear holding the same parameters: torch's quantize_dynamic converts modules
-    by exact type, so it would leave the zoo's layers float32."""
+    """`model` with every zoo Linear swapped in place for zoo.quantize.plain_linear's copy:
+    torch's quantize_dynamic would leave the zoo's layers float32."""
     for parent in list(model.modules()):
         for name, child in parent.named_children():
             if type(child) is Linear:
-                plain = nn.Linear(
-                    child.in_features, child.out_features, bias=child.bias is not None, device="meta"
-                )
-                plain.weight, plain.bias = child.weight, child.bias
-                setattr(parent, name, plain)
+                setattr(parent, name, plain_linear(child))
     return model
 
 

@@ -104,19 +104,25 @@ class Int8Linear(dynamic.Linear):
 
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Int8Linear:
-        # torch's from_float accepts nn.Linear by exact type; the zoo's Linear is one with another
-        # forward, so it is handed over as a plain nn.Linear holding the same parameters.
         input_scale = getattr(mod, "int8_input_scale", None)
         if type(mod) is Linear:
-            plain = nn.Linear(mod.in_features, mod.out_features, bias=mod.bias is not None, device="meta")
-            plain.weight, plain.bias, plain.qconfig = mod.weight, mod.bias, mod.qconfig
-            mod = plain
+            mod = plain_linear(mod)
         layer = super().from_float(mod, use_precomputed_fake_quant)
         layer.input_scale = input_scale
         weight, bias = layer._packed_params._weight_bias()
         layer.float_bias = bias
         layer._packed_params.set_weight_bias(weight, None)
         return layer
+
+
+def plain_linear(layer: Linear) -> nn.Linear:
+    """An nn.Linear holding `layer`'s parameters (and qconfig): torch's quantization converts
+    modules by exact type, and the zoo's Linear is a subclass with another forward."""
+    plain = nn.Linear(layer.in_features, layer.out_features, bias=layer.bias is not None, device="meta")
+    plain.weight, plain.bias = layer.weight, layer.bias
+    if hasattr(layer, "qconfig"):
+        plain.qconfig = layer.qconfig
+    return plain
 
 
 def fp32_linears(model: nn.Module) -> set[nn.Linear]:
