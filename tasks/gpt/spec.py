@@ -30,13 +30,11 @@ from zoo.convert.hf_gpt2 import load_hf_gpt2, write_hf_directory
 from zoo.convert.onnx.export import export_gpt
 from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.paths import resolve_data_dir
-from zoo.data.sample import reservoir
 from zoo.decode import generate
 from zoo.models.gpt import GPTModelConfig, build_gpt
 from zoo.plot import plot_self_attention
 from zoo.train import FitResult, Trained
 from zoo.verbs import Evaluation, Loaded, TaskSpec
-from zoo.verbs.spec import CALIBRATION_SEED
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[2] / "configs" / "gpt" / "default.yaml"
 # The built-in corpus is lowercase; real text is not.
@@ -168,22 +166,21 @@ class GPTSpec(TaskSpec):
         ids = [loaded.tokenizer.eot_id, *token_stream(texts, loaded.tokenizer).tolist()]
         return f"{data.source} {options.split}", ids, "".join(texts), None
 
-    def calibration(self, loaded: LoadedGPT, count: int, options: GPTOptions) -> Callable[[], object]:
-        """Forwards over `count` training documents, cut into windows of the trained context (the
-        tied output projection, read as a tensor, is not smoothed: zoo.quantize)."""
+    def calibration_examples(self, loaded: LoadedGPT, options: GPTOptions) -> list[str]:
         if loaded.recipe is None:
             raise UserError("gpt: --int8_calibration reads a zoo run's training split, not a foreign model's")
-        documents = reservoir(load_texts(self._data(loaded, options), "train"), count, CALIBRATION_SEED)
-        ids = torch.from_numpy(token_stream(documents, loaded.tokenizer)).long()
-        context, whole = loaded.recipe.data.context, len(ids) // loaded.recipe.data.context
-        batches = list(ids[: whole * context].view(whole, context).split(options.batch_size or 8))
-        batches += [ids[whole * context :][None]] if len(ids) % context else []  # the rest, unpadded
+        return load_texts(self._data(loaded, options), "train")
 
-        def run() -> None:
-            for batch in batches:
-                loaded.model(batch)
-
-        return run
+    def calibrate(self, loaded: LoadedGPT, examples: list[str], options: GPTOptions) -> None:
+        """Forwards over the documents, cut into windows of the trained context (the tied output
+        projection, read as a tensor, is not smoothed: zoo.quantize)."""
+        ids = torch.from_numpy(token_stream(examples, loaded.tokenizer)).long()
+        context = loaded.recipe.data.context
+        whole = len(ids) // context
+        for batch in ids[: whole * context].view(whole, context).split(options.batch_size or 8):
+            loaded.model(batch)
+        if len(ids) % context:
+            loaded.model(ids[whole * context :][None])  # the rest, unpadded
 
     def evaluate(self, loaded: LoadedGPT, options: GPTOptions) -> Evaluation:
         name, ids, text, words = self._text(loaded, options)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,13 +24,11 @@ from tasks.translation.task import (
 )
 from zoo.config import Invalid, UserError
 from zoo.convert.onnx.export import export_translation
-from zoo.data.sample import reservoir
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.plot import plot_cross_attention
 from zoo.train import FitResult, Trained, evaluation
 from zoo.verbs import Evaluation, Loaded, TaskSpec, Unsupported, VerbOptions
-from zoo.verbs.spec import CALIBRATION_SEED
 
 QUANTIZATIONS = ("", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16",
                  "float16", "bfloat16", "float32")  # fmt: skip
@@ -166,21 +164,21 @@ class TranslationSpec(TaskSpec):
             options.max_tokens or cfg.decode.max_tokens or cfg.data.max_tokens,
         )  # fmt: skip
 
-    def calibration(
-        self, loaded: Translator, count: int, options: TranslationOptions
-    ) -> Callable[[], object]:
-        """Teacher-forced forwards of `count` training pairs, in batches of --batch_size (default 64)."""
-        cfg = loaded.trained.cfg
-        sample = reservoir(load_pairs(cfg.data, "train"), count, CALIBRATION_SEED)
-        pairs = encode_split("calibration", sample, loaded.tokenizer, truncate=cfg.model.max_len).pairs
+    def calibration_examples(
+        self, loaded: Translator, options: TranslationOptions
+    ) -> Iterable[tuple[str, str]]:
+        return load_pairs(loaded.trained.cfg.data, "train")
+
+    def calibrate(
+        self, loaded: Translator, examples: list[tuple[str, str]], options: TranslationOptions
+    ) -> None:
+        """Teacher-forced forwards of the pairs, in batches of --batch_size (default 64)."""
+        truncate = loaded.trained.cfg.model.max_len
+        pairs = encode_split("calibration", examples, loaded.tokenizer, truncate=truncate).pairs
         size, device = options.batch_size or 64, next(loaded.model.parameters()).device
-
-        def run() -> None:
-            for start in range(0, len(pairs), size):
-                batch = pairs.collate(range(start, min(start + size, len(pairs))), SPECIAL_IDS)
-                loaded.model(batch.src.to(device), batch.tgt_in.to(device))
-
-        return run
+        for start in range(0, len(pairs), size):
+            batch = pairs.collate(range(start, min(start + size, len(pairs))), SPECIAL_IDS)
+            loaded.model(batch.src.to(device), batch.tgt_in.to(device))
 
     def evaluate(self, loaded: Translator, options: TranslationOptions) -> Evaluation:
         cfg = loaded.trained.cfg

@@ -14,6 +14,7 @@ import torch
 
 from zoo.cli import main_guard
 from zoo.config import UserError, parse_cli
+from zoo.data.sample import reservoir
 from zoo.quantize import describe, input_ranges, quantize_int8
 from zoo.train import evaluation, fit, load_trained
 from zoo.train.average import average_run
@@ -86,13 +87,18 @@ def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
     return loaded
 
 
+CALIBRATION_SEED = 0  # which training examples --int8_calibration reads: the same every time
+
+
 def _int8_ranges(spec: TaskSpec, loaded: Loaded, options: VerbOptions) -> dict | None:
     """The float model's input ranges on --int8_calibration training examples (None: none asked)."""
     if not options.int8_calibration:
         return None
-    run = spec.calibration(loaded, options.int8_calibration, options)
+    examples = reservoir(
+        spec.calibration_examples(loaded, options), options.int8_calibration, CALIBRATION_SEED
+    )
     with evaluation(loaded.model, "fp32"):
-        return input_ranges(loaded.model, run)
+        return input_ranges(loaded.model, lambda: spec.calibrate(loaded, examples, options))
 
 
 def _report(options: VerbOptions, record: dict, summary: str) -> None:

@@ -16,7 +16,7 @@ A method a task cannot answer raises `Unsupported`; the verb turns it into one l
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,8 +26,6 @@ from torch import nn
 from zoo.config import UserError
 from zoo.train import FitResult, Task, Trained
 from zoo.verbs.options import VerbOptions
-
-CALIBRATION_SEED = 0  # which training examples --int8_calibration reads: the same every time
 
 
 class Unsupported(UserError):
@@ -90,10 +88,13 @@ class TaskSpec:
         zoo's own loader; None when RUN is not one. A foreign model has no run directory."""
         return None
 
-    def calibration(self, loaded: Loaded, count: int, options: VerbOptions) -> Callable[[], object]:
-        """A call that runs the float model on `count` examples of the run's training split (a
-        fixed sample): int8 smoothing's calibration (--int8_calibration)."""
+    def calibration_examples(self, loaded: Loaded, options: VerbOptions) -> Iterable[Any]:
+        """The run's training examples, streamed, for --int8_calibration to sample from."""
         raise Unsupported(f"{self.name}: --int8_calibration is not available for this task")
+
+    def calibrate(self, loaded: Loaded, examples: list[Any], options: VerbOptions) -> None:
+        """Run the float model on `examples` (a sample of calibration_examples)."""
+        raise NotImplementedError
 
     def evaluate(self, loaded: Loaded, options: VerbOptions) -> Evaluation:
         raise Unsupported(f"{self.name}: evaluate is not available")

@@ -11,7 +11,6 @@ three heads: what differs is picked by the run's `head` (tasks.bert.finetune.hea
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,13 +28,11 @@ from tasks.bert.inference import attention_weights
 from zoo.config import UserError
 from zoo.convert.hf_bert_heads import LoadedBertHead, write_hf_head_directory
 from zoo.convert.onnx.export import export_bert
-from zoo.data.sample import reservoir
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert_heads import BertHeadEnsemble
 from zoo.plot import plot_self_attention
 from zoo.train import FitResult, Trained
 from zoo.verbs import Evaluation, Loaded, TaskSpec, Unsupported, VerbOptions
-from zoo.verbs.spec import CALIBRATION_SEED
 
 DEFAULT_RECIPE = Path(__file__).resolve().parents[3] / "configs" / "bert" / "finetune_default.yaml"
 NOT_PUBLISHED = (
@@ -137,9 +134,11 @@ class FinetuneSpec(TaskSpec):
             model.to(torch.device(options.device)), run, precision, tokenizer, encoder, run.cfg
         )
 
-    def calibration(self, loaded: LoadedFinetune, count: int, options: VerbOptions) -> Callable[[], object]:
-        sample = reservoir(read_split(loaded.cfg, "train"), count, CALIBRATION_SEED)
-        return lambda: loaded.outputs(sample, options.batch_size)
+    def calibration_examples(self, loaded: LoadedFinetune, options: VerbOptions) -> list:
+        return read_split(loaded.cfg, "train")
+
+    def calibrate(self, loaded: LoadedFinetune, examples: list, options: VerbOptions) -> None:
+        loaded.outputs(examples, options.batch_size)
 
     def evaluate(self, loaded: LoadedFinetune, options: VerbOptions) -> Evaluation:
         cfg, labels = loaded.cfg, loaded.encoder.labels
