@@ -154,6 +154,52 @@ def cut_to_positions(rows: list[list[int]], positions: int) -> tuple[list[list[i
     return ([row[: positions - 1] for row in rows] if cut else rows), cut
 
 
+def _filter_chunk(
+    part: list[tuple[str, str]], tokenizer: SentencePieceTokenizer, max_len: int, truncate: int
+) -> tuple[list[tuple[str, str]], list[list[int]], list[list[int]], int, int]:
+    """One chunk of pairs encoded: the pairs kept, their source and target ids, how many were
+    dropped for `max_len` and how many of those kept were cut to `truncate` positions."""
+    src_rows = tokenizer.encode_batch([src for src, _ in part])
+    tgt_rows = tokenizer.encode_batch([tgt for _, tgt in part])
+    dropped = truncated = 0
+    if max_len:
+        keep = [max(len(s), len(t)) < max_len for s, t in zip(src_rows, tgt_rows)]
+        dropped = keep.count(False)
+        part, src_rows, tgt_rows = (
+            [row for row, k in zip(rows, keep) if k] for rows in (part, src_rows, tgt_rows)
+        )
+    if truncate:
+        (src_rows, src_cut), (tgt_rows, tgt_cut) = (
+            cut_to_positions(rows, truncate) for rows in (src_rows, tgt_rows)
+        )
+        truncated = len(set(src_cut) | set(tgt_cut))
+    return part, src_rows, tgt_rows, dropped, truncated
+
+
+def _log_split(split: EncodedSplit, dropped: int, max_len: int, truncated: int, truncate: int) -> None:
+    """What encoding kept, dropped and cut."""
+    name = split.name
+    if truncated:
+        log.warning(
+            "%s: %d of %d pairs have a side longer than the model's %d positions: cut to "
+            "fit (the references are scored whole)",
+            name,
+            truncated,
+            len(split),
+            truncate,
+        )
+    log.info(
+        "%s: %d pairs encoded (%d dropped for more than max_len=%d tokens; 0 = no limit), "
+        "%d source and %d target tokens",
+        name,
+        len(split),
+        dropped,
+        max_len,
+        split.pairs.src_lengths.sum(),
+        split.pairs.tgt_lengths.sum(),
+    )
+
+
 def encode_split(
     name: str,
     pairs: Iterable[tuple[str, str]],
@@ -178,19 +224,10 @@ def encode_split(
     iterator = iter(pairs)
     while part := list(islice(iterator, _ENCODE_CHUNK)):
         read += len(part)
-        src_rows = tokenizer.encode_batch([src for src, _ in part])
-        tgt_rows = tokenizer.encode_batch([tgt for _, tgt in part])
-        if max_len:
-            keep = [max(len(s), len(t)) < max_len for s, t in zip(src_rows, tgt_rows)]
-            dropped += keep.count(False)
-            part, src_rows, tgt_rows = (
-                [row for row, k in zip(rows, keep) if k] for rows in (part, src_rows, tgt_rows)
-            )
-        if truncate:
-            (src_rows, src_cut), (tgt_rows, tgt_cut) = (
-                cut_to_positions(rows, truncate) for rows in (src_rows, tgt_rows)
-            )
-            truncated += len(set(src_cut) | set(tgt_cut))
+        part, src_rows, tgt_rows, chunk_dropped, chunk_truncated = _filter_chunk(
+            part, tokenizer, max_len, truncate
+        )
+        dropped, truncated = dropped + chunk_dropped, truncated + chunk_truncated
         src_chunks.append(chunk(src_rows, dtype))
         tgt_chunks.append(chunk(tgt_rows, dtype))
         if keep_text:
@@ -207,25 +244,7 @@ def encode_split(
         sources=sources if keep_text else None,
         references=references if keep_text else None,
     )
-    if truncated:
-        log.warning(
-            "%s: %d of %d pairs have a side longer than the model's %d positions: cut to "
-            "fit (the references are scored whole)",
-            name,
-            truncated,
-            len(split),
-            truncate,
-        )
-    log.info(
-        "%s: %d pairs encoded (%d dropped for more than max_len=%d tokens; 0 = no limit), "
-        "%d source and %d target tokens",
-        name,
-        len(split),
-        dropped,
-        max_len,
-        split.pairs.src_lengths.sum(),
-        split.pairs.tgt_lengths.sum(),
-    )
+    _log_split(split, dropped, max_len, truncated, truncate)
     return split
 
 
