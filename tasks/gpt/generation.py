@@ -52,34 +52,37 @@ class GenerationOptions(VerbOptions):
     )
 
     def check(self) -> None:
+        """Refuses bad generation settings before a model is loaded or a prompt written."""
         super().check()
-        if self.max_new_tokens < 1:
-            raise Invalid("max_new_tokens", f"must be at least 1, not {self.max_new_tokens}")
+        self.generation_config(eot=None)
 
-
-def generation_config(loaded: Any, options: GenerationOptions) -> GenerationConfig:
-    """zoo.decode's settings for `options`, stopping at the tokenizer's end-of-text."""
-    eot = loaded.tokenizer.eot_id
-    config = GenerationConfig(
-        max_new_tokens=options.max_new_tokens,
-        min_new_tokens=options.min_new_tokens,
-        do_sample=options.do_sample,
-        temperature=options.temperature,
-        top_k=options.top_k,
-        top_p=options.top_p,
-        repetition_penalty=options.repetition_penalty,
-        no_repeat_ngram_size=options.no_repeat_ngram_size,
-        num_beams=options.num_beams,
-        length_penalty=options.length_penalty,
-        eos_id=eot,
-        pad_id=eot,
-        stop_strings=list(options.stop),
-        seed=options.seed,
-        cache_implementation=options.cache_implementation,
-        compile=options.compile,
-    )
-    config.check()
-    return config
+    def generation_config(self, eot: int | None) -> GenerationConfig:
+        """zoo.decode's settings for these options, stopping at the end-of-text id `eot`."""
+        config = GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            min_new_tokens=self.min_new_tokens,
+            do_sample=self.do_sample,
+            temperature=self.temperature,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            repetition_penalty=self.repetition_penalty,
+            no_repeat_ngram_size=self.no_repeat_ngram_size,
+            num_beams=self.num_beams,
+            length_penalty=self.length_penalty,
+            eos_id=eot,
+            pad_id=eot,
+            stop_strings=list(self.stop),
+            seed=self.seed,
+            cache_implementation=self.cache_implementation,
+            compile=self.compile,
+        )
+        try:
+            config.check()
+        except Invalid as error:
+            if error.key != "stop_strings":
+                raise
+            raise Invalid("stop", error.message) from None  # the command line's name for it
+        return config
 
 
 def prompts_of(loaded: Any, lines: list[str], options: GenerationOptions) -> list[list[int]]:

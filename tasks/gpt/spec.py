@@ -19,7 +19,7 @@ import torch
 
 from tasks.gpt.config import GPTConfig, GPTDataConfig
 from tasks.gpt.data import load_texts, token_stream
-from tasks.gpt.generation import GenerationOptions, TextStream, generation_config, prompts_of
+from tasks.gpt.generation import GenerationOptions, TextStream, prompts_of
 from tasks.gpt.perplexity import score_ids, wikitext_text, wikitext_words
 from tasks.gpt.task import GPTTask, check_vocabulary, tokenizer_of
 from zoo.blocks import attention_maps
@@ -212,7 +212,10 @@ class GPTSpec(TaskSpec):
         --json gives the text as it is)."""
         prompts = prompts_of(loaded, lines, options)
         outputs = generate(
-            loaded.model, prompts, generation_config(loaded, options), decode=loaded.tokenizer.decode
+            loaded.model,
+            prompts,
+            options.generation_config(loaded.tokenizer.eot_id),
+            decode=loaded.tokenizer.decode,
         )
         texts = [line + self._decode(loaded, out) for line, out in zip(lines, outputs)]
         return texts if options.json else [t.replace("\n", "\\n") for t in texts]
@@ -220,12 +223,10 @@ class GPTSpec(TaskSpec):
     def stream(self, loaded: LoadedGPT, line: str, options: GPTOptions, write: Callable[[str], None]) -> str:
         """One prompt's continuation written piece by piece as it is generated."""
         prompts = prompts_of(loaded, [line], options)
+        config = options.generation_config(loaded.tokenizer.eot_id)
         write(line)
         on_token = TextStream(loaded.tokenizer, write)
-        (out,) = generate(
-            loaded.model, prompts, generation_config(loaded, options), decode=loaded.tokenizer.decode,
-            on_token=on_token,
-        )  # fmt: skip
+        (out,) = generate(loaded.model, prompts, config, decode=loaded.tokenizer.decode, on_token=on_token)
         on_token.flush()
         return line + self._decode(loaded, out)
 

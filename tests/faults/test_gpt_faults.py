@@ -1,6 +1,7 @@
 """Faults against the GPT commands, run as subprocesses on tiny runs: SIGTERM then resume equals an
 uninterrupted run; an empty or binary training file, bytes on stdin that are not UTF-8, a
-checkpoint of another task and a tokenizer that does not fit the model are each one line, exit 2,
+checkpoint of another task, a tokenizer that does not fit the model and bad generation options
+(before any prompt is written) are each one line, exit 2,
 and leave the run as it was."""
 
 from __future__ import annotations
@@ -94,3 +95,19 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused(gpt_run, tmp_p
     (out / "vocab.json").write_text(json.dumps(vocab))
     (out / "tokenizer.json").unlink()
     assert_refused(run("tasks.gpt.generate", str(out), input="The town\n"), "tokenizer", "vocabulary")
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        (["--top_p=1.5"], ("top_p",)),
+        (["--min_new_tokens=9", "--max_new_tokens=4"], ("min_new_tokens", "max_new_tokens")),
+        (["--stop=['']"], ("stop",)),
+        (["--do_sample", "--num_beams=2"], ("num_beams",)),
+    ],
+)
+def test_bad_generation_options_are_one_line_before_the_prompt_is_written(gpt_run, options, named):
+    # One prompt streams: the prompt would be on stdout already if the options were checked late.
+    result = run("tasks.gpt.generate", str(gpt_run), *options, input="The town\n")
+    assert_refused(result, *named)
+    assert result.stdout == ""

@@ -65,6 +65,10 @@ class GenerationConfig:
         for key, low in [*positive.items(), *((key, 0) for key in non_negative)]:
             if getattr(self, key) < low:
                 raise Invalid(key, f"must be at least {low}, not {getattr(self, key)}")
+        if self.min_new_tokens > self.max_new_tokens:
+            raise Invalid(
+                "min_new_tokens", f"{self.min_new_tokens} is more than max_new_tokens ({self.max_new_tokens})"
+            )
         for key in ("temperature", "repetition_penalty"):
             if not getattr(self, key) > 0:
                 raise Invalid(key, f"must be positive, not {getattr(self, key)}")

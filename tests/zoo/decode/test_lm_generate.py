@@ -263,6 +263,7 @@ def test_bad_prompts_are_refused():
     [
         ("max_new_tokens", 0),
         ("min_new_tokens", -1),
+        ("min_new_tokens", 10_000),  # more than max_new_tokens
         ("temperature", 0.0),
         ("top_k", -1),
         ("top_p", 1.5),
