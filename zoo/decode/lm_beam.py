@@ -16,9 +16,10 @@ per prompt, at every step:
    when early_stopping is 'never' and length_penalty > 0. Also when every pair ends (the length
    limit).
 
-Its best finished hypothesis is the output. Done prompts leave the batch; Hugging Face keeps them
-in it but adds nothing to them, so the results are the same. The -1e9 stand-ins for -inf are
-Hugging Face's, kept so that ties and sums come out bit for bit the same.
+Its best finished hypothesis is the output (its num_return_sequences best, best first). Done
+prompts leave the batch; Hugging Face keeps them in it but adds nothing to them, so the results
+are the same. The -1e9 stand-ins for -inf are Hugging Face's, kept so that ties and sums come out
+bit for bit the same.
 
 Shape key: n prompts still searching, k beams, V vocabulary size, W most new ids.
 """
@@ -82,8 +83,9 @@ class FinishedBeams:
             done |= self.filled.all(dim=1)
         return done
 
-    def best(self, prompt: int) -> list[int]:
-        return self.tokens[prompt, 0, : self.lengths[prompt, 0]].tolist()
+    def best(self, prompt: int, n: int) -> list[list[int]]:
+        """The prompt's n best hypotheses, best first."""
+        return [self.tokens[prompt, i, : self.lengths[prompt, i]].tolist() for i in range(n)]
 
     def select(self, keep: Tensor) -> None:
         for name in ("scores", "filled", "tokens", "lengths"):
@@ -105,7 +107,8 @@ def _top_pairs(logprobs: Tensor, live_scores: Tensor) -> tuple[Tensor, Tensor, T
 def beam_search_lm(
     state: LMState, config: GenerationConfig, stopping: Stopping, limits: list[int]
 ) -> list[list[int]]:
-    """The best hypothesis of each prompt (new ids, the ending id kept) by the rules above.
+    """The config.num_return_sequences best hypotheses of each prompt, best first, one list after
+    another (new ids, the ending id kept), by the rules above.
 
     Args:
         state: the prompts' rows (one each), nothing generated yet.
@@ -123,7 +126,7 @@ def beam_search_lm(
     finished = FinishedBeams(n, k, max(limits), device)
     active = torch.arange(n, device=device)
     limit = torch.tensor(limits, device=device)
-    outputs: list[list[int]] = [[] for _ in limits]
+    outputs: list[list[list[int]]] = [[] for _ in limits]
     never = config.early_stopping == "never" and config.length_penalty > 0.0
     for step in range(max(limits)):
         logprobs = process(logits.log_softmax(dim=-1), state.tokens, state.real, step, config)
@@ -139,7 +142,7 @@ def beam_search_lm(
         # Rule 4; or every pair ended (the length limit; stop strings everywhere).
         done = finished.done(live_scores, limit if never else step + 1, config) | ended.all(dim=1)
         for prompt in done.nonzero().squeeze(1).tolist():
-            outputs[int(active[prompt])] = finished.best(prompt)
+            outputs[int(active[prompt])] = finished.best(prompt, config.num_return_sequences)
         if done.all():
             break
         keep = (~done).nonzero().squeeze(1)  # done prompts leave the batch
@@ -148,4 +151,4 @@ def beam_search_lm(
         state.select(parents.gather(1, keep_pairs)[keep].view(-1))
         state.append(tokens.gather(1, keep_pairs)[keep].view(-1))
         logits = state.next_logits()
-    return outputs
+    return [hypothesis for best in outputs for hypothesis in best]

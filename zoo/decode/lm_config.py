@@ -29,6 +29,10 @@ class GenerationConfig:
         default=0, metadata={"help": "no n-gram of this size occurs twice, prompt included (0 = off)"}
     )
     num_beams: int = field(default=1, metadata={"help": "beam search width (1 = none)"})
+    num_return_sequences: int = field(
+        default=1,
+        metadata={"help": "sequences per prompt: independent samples, or beam search's best (<= num_beams)"},
+    )
     length_penalty: float = field(
         default=1.0, metadata={"help": "beam search: a finished beam scores log p / length ** this"}
     )
@@ -60,7 +64,7 @@ class GenerationConfig:
     )
 
     def check(self) -> None:
-        positive = {"max_new_tokens": 1, "num_beams": 1}
+        positive = {"max_new_tokens": 1, "num_beams": 1, "num_return_sequences": 1}
         non_negative = ("min_new_tokens", "top_k", "no_repeat_ngram_size")
         for key, low in [*positive.items(), *((key, 0) for key in non_negative)]:
             if getattr(self, key) < low:
@@ -76,6 +80,15 @@ class GenerationConfig:
             raise Invalid("top_p", f"must be in [0, 1], not {self.top_p}")
         if not isinstance(self.early_stopping, bool) and self.early_stopping != "never":
             raise Invalid("early_stopping", f"must be False, True or 'never', not {self.early_stopping!r}")
+        if self.num_return_sequences > 1 and not self.do_sample and self.num_beams == 1:
+            raise Invalid(
+                "num_return_sequences", "greedy search gives one: sample (do_sample) or set num_beams"
+            )
+        if self.num_beams > 1 and self.num_return_sequences > self.num_beams:
+            raise Invalid(
+                "num_return_sequences",
+                f"beam search keeps {self.num_beams} (num_beams), not {self.num_return_sequences}",
+            )
         if self.do_sample and self.num_beams > 1:
             raise Invalid("num_beams", "beam search does not sample here: set do_sample false or num_beams 1")
         for key in ("eos_id", "pad_id"):

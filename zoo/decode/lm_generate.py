@@ -54,7 +54,8 @@ def generate(
     on_token: Callable[[int], None] | None = None,
     use_cache: bool = True,
 ) -> list[list[int]]:
-    """Continue each prompt: its new ids, in the input order.
+    """Continue each prompt: its new ids, in the input order; with num_return_sequences n, n
+    lists a prompt, consecutive (samples in the order drawn; beam search's best first).
 
     A row's ids end with the id that ended it: EOS, or the id that completed a stop string (both
     kept, as Hugging Face keeps them), unless it reached max_new_tokens or the context's end.
@@ -69,11 +70,14 @@ def generate(
         use_cache: decode incrementally with the KV cache (False: re-run the whole sequences).
     """
     config.check()
-    if on_token is not None and len(prompts) != 1:
-        raise ValueError(f"on_token streams one prompt; {len(prompts)} were given")
+    if on_token is not None and (len(prompts) != 1 or config.num_return_sequences != 1):
+        asked = f"{len(prompts)} prompt(s) x {config.num_return_sequences}"
+        raise ValueError(f"on_token streams one sequence; {asked} were asked")
     check_prompts(model, prompts)
     if not prompts:
         return []
+    if config.num_beams == 1:  # each prompt's samples are rows of their own, as Hugging Face's
+        prompts = [prompt for prompt in prompts for _ in range(config.num_return_sequences)]
     stopping = Stopping(config.eos_id, config.stop_strings, decode)
     limits = new_token_limits([len(p) for p in prompts], config.max_new_tokens, model.max_len)
     if config.cache_implementation == "static":

@@ -194,6 +194,36 @@ def test_sampling_equals_hugging_face_with_the_same_seed(warpers):
     )
 
 
+def test_several_samples_a_prompt_equal_hugging_face():
+    """num_return_sequences samples: each prompt's rows consecutive, drawn as Hugging Face draws them
+    (no row ends early: min_new_tokens forbids the EOS in both)."""
+    model, prompts = random_gpt(), random_prompts()
+    settings = dict(max_new_tokens=8, min_new_tokens=8, do_sample=True, num_return_sequences=3)
+    ours = generate(model, prompts, GenerationConfig(seed=5, eos_id=1, pad_id=PAD, **settings))
+    assert len(ours) == 3 * len(prompts) and all(len(row) == 8 for row in ours)
+    assert len({tuple(row) for row in ours[:3]}) > 1  # independent draws, not one copied
+    hf = hf_model_of(model)
+    torch.manual_seed(5)
+    assert_same(ours, hf_generate(hf, prompts, eos_token_id=1, **settings), eos=1)
+
+
+@pytest.mark.parametrize("returned", [1, 2, 4])
+def test_beam_search_returns_its_best_hypotheses_as_hugging_face(returned):
+    model, prompts = random_gpt(), random_prompts()
+    hf = hf_model_of(model)
+    for eos in eos_choices(model, prompts, 10).values():
+        settings = dict(num_beams=4, num_return_sequences=returned, length_penalty=0.6)
+        ours = generate(
+            model, prompts, GenerationConfig(max_new_tokens=10, eos_id=eos, pad_id=PAD, **settings)
+        )
+        theirs = hf_generate(hf, prompts, max_new_tokens=10, do_sample=False, eos_token_id=eos, **settings)
+        assert_same(ours, theirs, eos)
+        best = {**settings, "num_return_sequences": 1}
+        assert ours[::returned] == generate(
+            model, prompts, GenerationConfig(max_new_tokens=10, eos_id=eos, pad_id=PAD, **best)
+        )
+
+
 def two_chars(ids: list[int]) -> str:
     """A stand-in tokenizer: each id is two letters, so stop strings fall inside ids and across them."""
     return "".join("abcdefg"[i % 7] + "xyz"[i % 3] for i in ids)
@@ -233,8 +263,11 @@ def test_on_token_streams_the_one_prompt(num_beams):
     config = GenerationConfig(max_new_tokens=9, num_beams=num_beams)
     (out,) = generate(model, [prompt], config, on_token=streamed.append)
     assert streamed == out and len(out) == 9
-    with pytest.raises(ValueError, match="one prompt"):
+    with pytest.raises(ValueError, match="one sequence"):
         generate(model, random_prompts(), config, on_token=streamed.append)
+    several = GenerationConfig(max_new_tokens=9, num_beams=2, num_return_sequences=2)
+    with pytest.raises(ValueError, match="one sequence"):
+        generate(model, [prompt], several, on_token=streamed.append)
 
 
 @pytest.mark.parametrize("num_beams", [1, 2])
@@ -275,12 +308,20 @@ def test_bad_prompts_are_refused():
         ("eos_id", -1),
         ("pad_id", -3),
         ("stop_strings", [""]),
+        ("num_return_sequences", 0),
+        ("num_return_sequences", 2),  # greedy search gives one
     ],
 )
 def test_config_check_names_the_bad_key(key, value):
     with pytest.raises(Invalid) as err:
         GenerationConfig(**{key: value}).check()
     assert err.value.key == key
+
+
+def test_beam_search_returns_at_most_its_beams():
+    with pytest.raises(Invalid) as err:
+        GenerationConfig(num_beams=2, num_return_sequences=3).check()
+    assert err.value.key == "num_return_sequences"
 
 
 def test_beam_search_does_not_sample():
