@@ -35,6 +35,10 @@ class GenerationOptions(VerbOptions):
         default=0, metadata={"help": "generate: never repeat an n-gram of this size (0 = off)"}
     )
     num_beams: int = field(default=1, metadata={"help": "generate: beam search width (1 = none)"})
+    num_return_sequences: int = field(
+        default=1,
+        metadata={"help": "generate: continuations a prompt, one line each (samples, or beam search's best)"},
+    )
     length_penalty: float = field(default=1.0, metadata={"help": "generate: beam scores / length ** this"})
     stop: list[str] = field(
         default_factory=list, metadata={"help": 'generate: stop strings, e.g. --stop=\'[".", "\\n"]\''}
@@ -68,6 +72,7 @@ class GenerationOptions(VerbOptions):
             repetition_penalty=self.repetition_penalty,
             no_repeat_ngram_size=self.no_repeat_ngram_size,
             num_beams=self.num_beams,
+            num_return_sequences=self.num_return_sequences,
             length_penalty=self.length_penalty,
             eos_id=eot,
             pad_id=eot,

@@ -207,21 +207,27 @@ class GPTSpec(TaskSpec):
         return Evaluation({"set": name, "context": context, "stride": stride, **m}, summary)
 
     # predict (generate)
-    def predict(self, loaded: LoadedGPT, lines: list[str], options: GPTOptions) -> list[str]:
+    def predict(self, loaded: LoadedGPT, lines: list[str], options: GPTOptions) -> list[str | list[str]]:
         """Each prompt followed by its continuation (newlines shown as \\n, so one line each;
-        --json gives the text as it is)."""
+        --json gives the text as it is). With num_return_sequences n > 1, n lines a prompt (--json:
+        a list of n texts)."""
         prompts = prompts_of(loaded, lines, options)
-        outputs = generate(
-            loaded.model,
-            prompts,
-            options.generation_config(loaded.tokenizer.eot_id),
-            decode=loaded.tokenizer.decode,
-        )
-        texts = [line + self._decode(loaded, out) for line, out in zip(lines, outputs)]
-        return texts if options.json else [t.replace("\n", "\\n") for t in texts]
+        config = options.generation_config(loaded.tokenizer.eot_id)
+        outputs = generate(loaded.model, prompts, config, decode=loaded.tokenizer.decode)
+        n = config.num_return_sequences
+        texts = [lines[i // n] + self._decode(loaded, out) for i, out in enumerate(outputs)]
+        if not options.json:
+            texts = [t.replace("\n", "\\n") for t in texts]
+        per_prompt = [texts[i : i + n] for i in range(0, len(texts), n)]
+        if n == 1:
+            return [text for (text,) in per_prompt]
+        return per_prompt if options.json else ["\n".join(group) for group in per_prompt]
 
-    def stream(self, loaded: LoadedGPT, line: str, options: GPTOptions, write: Callable[[str], None]) -> str:
-        """One prompt's continuation written piece by piece as it is generated."""
+    def stream(self, loaded: LoadedGPT, line: str, options: GPTOptions, write: Callable[[str], None]) -> str | None:
+        """One prompt's continuation written piece by piece as it is generated (None, not streamed,
+        for several continuations)."""
+        if options.num_return_sequences > 1:
+            return None
         prompts = prompts_of(loaded, [line], options)
         config = options.generation_config(loaded.tokenizer.eot_id)
         write(line)

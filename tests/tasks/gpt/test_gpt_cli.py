@@ -110,6 +110,24 @@ def test_one_prompt_streams_to_the_terminal(run_dir, monkeypatch, capsys):
     assert capsys.readouterr().out == text + "\n"
 
 
+def test_several_continuations_a_prompt_come_in_order(run_dir, monkeypatch, capsys):
+    prompts = ["The town of", "the river"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
+    sampled = generate.main([str(run_dir), "--max_new_tokens=6", "--do_sample", "--num_return_sequences=3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 6 and all(
+        line.startswith(p) for line, p in zip(lines, [prompts[0]] * 3 + [prompts[1]] * 3)
+    )
+    assert sampled == ["\n".join(lines[:3]), "\n".join(lines[3:])]
+    beam = ["--max_new_tokens=6", "--num_beams=3", "--json"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(prompts[0] + "\n"))
+    (best,) = generate.main([str(run_dir), *beam])
+    monkeypatch.setattr("sys.stdin", io.StringIO(prompts[0] + "\n"))
+    (two,) = generate.main([str(run_dir), *beam, "--num_return_sequences=2"])
+    assert two[0] == best and len(two) == 2
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["output"] == two
+
+
 def test_a_prompt_longer_than_the_context_is_cut_from_the_left_with_a_note(run_dir, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("the town " * 100 + "\n"))
     generate.main([str(run_dir), "--max_new_tokens=4", "--json"])
