@@ -223,7 +223,9 @@ class GPTSpec(TaskSpec):
             return [text for (text,) in per_prompt]
         return per_prompt if options.json else ["\n".join(group) for group in per_prompt]
 
-    def stream(self, loaded: LoadedGPT, line: str, options: GPTOptions, write: Callable[[str], None]) -> str | None:
+    def stream(
+        self, loaded: LoadedGPT, line: str, options: GPTOptions, write: Callable[[str], None]
+    ) -> str | None:
         """One prompt's continuation written piece by piece as it is generated (None, not streamed,
         for several continuations)."""
         if options.num_return_sequences > 1:
