@@ -58,6 +58,10 @@ class TranslationOptions(VerbOptions):
     max_tokens: int = field(
         default=0, metadata={"help": "source tokens per decoding batch (0 = the recipe's)"}
     )
+    n_best: int = field(
+        default=1,
+        metadata={"help": "translate: hypotheses a line, best first, one line each (--json: with scores)"},
+    )
     truncate: bool = field(
         default=False,
         metadata={
@@ -82,6 +86,8 @@ class TranslationOptions(VerbOptions):
             raise Invalid("quantization", f"must be one of {', '.join(QUANTIZATIONS[1:])}")
         if self.batch_size:
             raise Invalid("batch_size", "translation batches by source tokens: use --max_tokens")
+        if self.n_best < 1:
+            raise Invalid("n_best", f"must be at least 1, not {self.n_best}")
 
 
 @dataclass
@@ -90,9 +96,11 @@ class Translator(Loaded):
     decode: DecodeConfig  # the recipe's decoding with the options' changes (a copy: config is data)
     max_tokens: int
 
-    def translate(self, sources: list[list[int]]) -> list[list[int]]:
+    def translate(self, sources: list[list[int]], n_best: int = 0) -> list:
+        """translate_ids with the run's decoding: the best ids of each source, or its n_best best
+        hypotheses with their scores."""
         return translate_ids(self.model, sources, self.decode, beam_size=self.decode.beam_size,
-                             max_tokens=self.max_tokens)  # fmt: skip
+                             max_tokens=self.max_tokens, n_best=n_best)  # fmt: skip
 
 
 def fit_sources(sources: list[list[int]], positions: int, name: str, *, truncate: bool) -> list[list[int]]:
@@ -201,8 +209,26 @@ class TranslationSpec(TaskSpec):
         ids = loaded.tokenizer.encode_batch(lines)
         return fit_sources(ids, loaded.model.max_len, options.input or "stdin", truncate=options.truncate)
 
-    def predict(self, loaded: Translator, lines: list[str], options: TranslationOptions) -> list[str]:
-        return loaded.tokenizer.decode_batch(loaded.translate(self._sources(loaded, lines, options)))
+    def predict(
+        self, loaded: Translator, lines: list[str], options: TranslationOptions
+    ) -> list[str | list[dict]]:
+        """One translation a line; with --n_best n > 1, n lines a line, best first (--json: a list of
+        {"translation", "score"}, the score beam search's length-normalised log-probability)."""
+        sources = self._sources(loaded, lines, options)
+        if options.n_best == 1:
+            return loaded.tokenizer.decode_batch(loaded.translate(sources))
+        if options.n_best > loaded.decode.beam_size:
+            raise Invalid(
+                "n_best",
+                f"{options.n_best} is more than the beam ({loaded.decode.beam_size}): raise --beam_size",
+            )
+        nbest = loaded.translate(sources, n_best=options.n_best)
+        outputs: list[str | list[dict]] = []
+        for hypotheses in nbest:
+            texts = loaded.tokenizer.decode_batch([ids for ids, _ in hypotheses])
+            scored = [{"translation": t, "score": score} for t, (_, score) in zip(texts, hypotheses)]
+            outputs.append(scored if options.json else "\n".join(texts))
+        return outputs
 
     def attention(
         self, loaded: Translator, lines: list[str], output: Path, options: TranslationOptions

@@ -17,7 +17,7 @@ from zoo.data.batching import accumulation_for
 from zoo.data.seq2seq import Ids, Seq2SeqBatch
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
-from zoo.decode import beam_search, decode_sorted, greedy_search
+from zoo.decode import Hypotheses, beam_search, decode_sorted, greedy_search
 from zoo.models import build_model
 from zoo.train import RunContext, Term
 
@@ -26,10 +26,19 @@ TOKENIZER_ARTIFACT = "spm.model"
 
 
 def translate_ids(
-    model: nn.Module, sources: Ids | list[list[int]], decode: DecodeConfig, *, beam_size: int, max_tokens: int
-) -> list[list[int]]:
+    model: nn.Module,
+    sources: Ids | list[list[int]],
+    decode: DecodeConfig,
+    *,
+    beam_size: int,
+    max_tokens: int,
+    n_best: int = 0,
+) -> list[list[int]] | list[list[tuple[list[int], float]]]:
     """Best hypothesis ids of each source id sequence (without EOS, as the tokenizer gives
-    them), in input order; greedy when beam_size == 1."""
+    them), in input order; greedy when beam_size == 1. With n_best >= 1 (at most beam_size),
+    each source's n_best best hypotheses instead, as (ids, score), best first: beam search then
+    runs until its n_best-th finished hypothesis cannot be beaten (zoo.decode.beam), and its
+    scores are length-normalised (greedy search's: summed log-probabilities)."""
     limits = dict(special=SPECIAL_IDS, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
     if beam_size == 1:
         search = partial(greedy_search, model, **limits)
@@ -40,11 +49,13 @@ def translate_ids(
             beam_size=beam_size,
             alpha=decode.alpha,
             patience=decode.patience or None,
+            n_best=max(n_best, 1),
             **limits,
         )
     return decode_sorted(
-        model, sources, lambda src, positions: search(src), special=SPECIAL_IDS, max_tokens=max_tokens
-    )
+        model, sources, lambda src, positions: search(src), special=SPECIAL_IDS, max_tokens=max_tokens,
+        keep=Hypotheses.nbest if n_best else Hypotheses.best,
+    )  # fmt: skip
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict[str, float | str]:

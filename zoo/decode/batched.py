@@ -7,6 +7,7 @@ in the order the sources came in.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -30,8 +31,9 @@ def decode_sorted(
     special: SpecialIds,
     max_tokens: int,
     append_eos: bool = True,
-) -> list[list[int]]:
-    """The best hypothesis of every source, in input order.
+    keep: Callable[[Hypotheses], list[Any]] = Hypotheses.best,
+) -> list[Any]:
+    """The best hypothesis of every source (or what `keep` takes of its hypotheses), in input order.
 
     Args:
         model: the encoder-decoder `search` runs (its device and position table are read).
@@ -40,6 +42,8 @@ def decode_sorted(
         special: the special ids (padding, and the EOS appended to every source).
         max_tokens: source tokens per batch (padding counted), raised to the longest source.
         append_eos: end every source with EOS, as training sources are.
+        keep: what to return of a batch's hypotheses, one item a source (`Hypotheses.nbest`: the
+            n best with their scores).
     """
     ids = sources if isinstance(sources, Ids) else Ids.from_rows(sources)
     if not len(ids):
@@ -50,10 +54,10 @@ def decode_sorted(
         at = int(lengths.argmax())
         raise UserError(f"source {at} has {longest} tokens, more than the model's max_len {model.max_len}")
     device = next(model.parameters()).device
-    outputs: list[list[int]] = [[] for _ in range(len(ids))]
+    outputs: list[Any] = [[] for _ in range(len(ids))]
     for indices in token_batches(lengths, lengths, max(max_tokens, longest), shuffle=False):
         src = pad(ids, indices, special.pad, last=special.eos if append_eos else None)
         positions = torch.from_numpy(indices)
-        for i, hyp in zip(indices.tolist(), search(src.to(device), positions.to(device)).best()):
+        for i, hyp in zip(indices.tolist(), keep(search(src.to(device), positions.to(device)))):
             outputs[i] = hyp
     return outputs

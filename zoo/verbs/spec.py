@@ -99,9 +99,9 @@ class TaskSpec:
     def evaluate(self, loaded: Loaded, options: VerbOptions) -> Evaluation:
         raise Unsupported(f"{self.name}: evaluate is not available")
 
-    def predict(self, loaded: Loaded, lines: list[str], options: VerbOptions) -> list[str | list[str]]:
+    def predict(self, loaded: Loaded, lines: list[str], options: VerbOptions) -> list[str | list]:
         """One output a line: a text (it may hold several lines, as several outputs for one input
-        do), or under --json a list of texts."""
+        do), or under --json a list (of texts, or of records)."""
         raise Unsupported(f"{self.name}: predict is not available")
 
     def stream(

@@ -1,6 +1,7 @@
 """The translation task end to end: recipe files, training through the runner, the CLIs."""
 
 import copy
+import io
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import pytest
 
 from tasks.translation import evaluate, translate
 from tasks.translation.config import TranslationConfig
-from tasks.translation.task import TranslationTask
+from tasks.translation.task import TranslationTask, translate_ids
 from zoo.config import load_config
 from zoo.train import evaluation, fit
 
@@ -113,6 +114,32 @@ def test_evaluate_cli_refuses_a_negative_patience(trained_run, capsys):
         evaluate.main([str(out), "--checkpoint", "last", "--patience", "-1"])
     assert exit_info.value.code == 2
     assert "patience" in capsys.readouterr().err
+
+
+def test_translate_n_best_gives_each_line_its_best_hypotheses_in_order(trained_run, monkeypatch, capsys):
+    out, task, result = trained_run
+    sources = task.data.test.sources[:4]
+
+    def translate_lines(*extra: str) -> list:
+        monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(sources) + "\n"))
+        return translate.main([str(out), "--checkpoint", "last", "--beam_size", "4", *extra])
+
+    scored = translate_lines("--n_best=3", "--json")
+    capsys.readouterr()
+    translate_lines("--n_best=3")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [h["translation"] for hypotheses in scored for h in hypotheses] and len(lines) == 12
+    for hypotheses in scored:
+        scores = [h["score"] for h in hypotheses]
+        assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
+    # The library under the CLI: n_best=1 is the best-only search; more only searches longer.
+    decode, ids = task.cfg.decode, task.data.test.pairs.src
+    with evaluation(result.model) as model:
+        best = translate_ids(model, ids, decode, beam_size=4, max_tokens=500)
+        one = translate_ids(model, ids, decode, beam_size=4, max_tokens=500, n_best=1)
+        three = translate_ids(model, ids, decode, beam_size=4, max_tokens=500, n_best=3)
+    assert [hyps[0][0] for hyps in one] == best
+    assert all(t[0][1] >= o[0][1] - 1e-5 and len(t) == 3 for t, o in zip(three, one))
 
 
 def test_translate_and_attention_read_stdin_from_a_lone_checkpoint(trained_run, tmp_path):
