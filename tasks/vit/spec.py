@@ -63,11 +63,15 @@ class ViTOptions(VerbOptions):
     images: int = field(
         default=8, metadata={"help": "attention: at most this many images in the rollout figure"}
     )
+    top_k: int = field(
+        default=1, metadata={"help": "classify: the k most probable classes a line, each CLASS<TAB>PROB"}
+    )
 
     def check(self) -> None:
         super().check()
-        if self.images < 1:
-            raise Invalid("images", f"must be at least 1, not {self.images}")
+        for key in ("images", "top_k"):
+            if getattr(self, key) < 1:
+                raise Invalid(key, f"must be at least 1, not {getattr(self, key)}")
 
 
 @dataclass
@@ -245,13 +249,16 @@ class ViTSpec(TaskSpec):
 
     def predict(self, loaded: Classifier, lines: list[str], options: ViTOptions) -> list[str]:
         """One output per input line: `PATH<TAB>CLASS<TAB>PROB`, one line per image (a folder's
-        images, one line each, in one output)."""
+        images, one line each, in one output); with --top_k k, k CLASS<TAB>PROB pairs, most
+        probable first (timm's inference --topk)."""
+        if options.top_k > len(loaded.classes):
+            raise Invalid("top_k", f"{options.top_k} is more than the model's {len(loaded.classes)} classes")
         groups = image_paths(lines)
         paths = [path for group in groups for path in group]
-        probs = loaded.logits(loaded.read(paths)).softmax(dim=-1)
-        best, classes = probs.max(dim=-1)
+        probs, classes = loaded.logits(loaded.read(paths)).softmax(dim=-1).topk(options.top_k, dim=-1)
         rows = iter(
-            f"{p}\t{loaded.classes[c]}\t{b:.4f}" for p, c, b in zip(paths, classes.tolist(), best.tolist())
+            "\t".join([path, *(f"{loaded.classes[c]}\t{p:.4f}" for c, p in zip(top, chances))])
+            for path, top, chances in zip(paths, classes.tolist(), probs.tolist())
         )
         return ["\n".join(next(rows) for _ in group) for group in groups]
 

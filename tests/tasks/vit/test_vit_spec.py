@@ -15,7 +15,7 @@ from PIL import Image
 from tasks.vit.config import ModelConfig, ViTConfig
 from tasks.vit.spec import TEST_IMAGES, Classifier, ViTOptions, ViTSpec, image_paths, timm_architecture
 from tasks.vit.task import build_model
-from zoo.config import UserError
+from zoo.config import Invalid, UserError
 from zoo.train import Trained
 from zoo.verbs import Unsupported
 from zoo.verbs.cli import run_verb
@@ -104,6 +104,21 @@ def test_classify_reads_files_and_folders_into_path_class_prob_lines(tmp_path: P
     assert all(row[1] in loaded.classes and 0.0 < float(row[2]) <= 1.0 for row in rows)
     # a uniform image at 32 x 32 is resized to the same 8 x 8 input as the 8 x 8 one
     assert rows[0][1:] == rows[1][1:]
+
+
+def test_classify_top_k_lists_the_most_probable_classes_in_order(tmp_path: Path) -> None:
+    loaded = _classifier(tmp_path, ModelConfig())
+    image = _png(tmp_path / "one.png", 8, value=90)
+    (top1,) = ViTSpec().predict(loaded, [str(image)], ViTOptions())
+    (top3,) = ViTSpec().predict(loaded, [str(image)], ViTOptions(top_k=3))
+    path, *pairs = top3.split("\t")
+    classes, probs = pairs[0::2], [float(p) for p in pairs[1::2]]
+    assert path == str(image) and len(set(classes)) == 3 and probs == sorted(probs, reverse=True)
+    assert top3.startswith(top1)  # the first pair is top-1's
+    chances = loaded.logits(loaded.read([str(image)])).softmax(dim=-1)[0]
+    assert probs == pytest.approx([float(chances[loaded.classes.index(c)]) for c in classes], abs=1e-4)
+    with pytest.raises(Invalid, match="top_k"):
+        ViTSpec().predict(loaded, [str(image)], ViTOptions(top_k=len(loaded.classes) + 1))
 
 
 def test_classify_names_a_missing_path_an_empty_folder_and_an_unreadable_image(tmp_path: Path) -> None:
