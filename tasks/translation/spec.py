@@ -17,6 +17,7 @@ from tasks.translation.config import DecodeConfig, TranslationConfig
 from tasks.translation.data import cut_to_positions, encode_split, load_pairs, split_names
 from tasks.translation.task import (
     TOKENIZER_ARTIFACT,
+    Sampling,
     TranslationTask,
     build_translation_model,
     score,
@@ -62,6 +63,13 @@ class TranslationOptions(VerbOptions):
         default=1,
         metadata={"help": "translate: hypotheses a line, best first, one line each (--json: with scores)"},
     )
+    do_sample: bool = field(
+        default=False, metadata={"help": "translate: sample each translation instead of searching"}
+    )
+    temperature: float = field(default=1.0, metadata={"help": "sampling: divides the log-probabilities"})
+    top_k: int = field(default=0, metadata={"help": "sampling: only the k most probable ids (0 = all)"})
+    top_p: float = field(default=1.0, metadata={"help": "sampling: nucleus mass (1.0 = all)"})
+    seed: int = field(default=0, metadata={"help": "sampling: the seed"})
     truncate: bool = field(
         default=False,
         metadata={
@@ -88,6 +96,23 @@ class TranslationOptions(VerbOptions):
             raise Invalid("batch_size", "translation batches by source tokens: use --max_tokens")
         if self.n_best < 1:
             raise Invalid("n_best", f"must be at least 1, not {self.n_best}")
+        self._check_sampling()
+
+    def _check_sampling(self) -> None:
+        if not self.temperature > 0:
+            raise Invalid("temperature", f"must be positive, not {self.temperature}")
+        if self.top_k < 0:
+            raise Invalid("top_k", f"must be at least 0, not {self.top_k}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise Invalid("top_p", f"must be in (0, 1], not {self.top_p}")
+        if self.do_sample and (self.beam_size > 1 or self.n_best > 1):
+            raise Invalid("do_sample", "draws one translation a line: leave beam_size and n_best out")
+
+    def sampling(self) -> Sampling | None:
+        """The sampling settings, None when searching."""
+        if not self.do_sample:
+            return None
+        return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, seed=self.seed)
 
 
 @dataclass
@@ -95,12 +120,13 @@ class Translator(Loaded):
     tokenizer: SentencePieceTokenizer
     decode: DecodeConfig  # the recipe's decoding with the options' changes (a copy: config is data)
     max_tokens: int
+    sampling: Sampling | None = None  # --do_sample's settings: sample instead of searching
 
     def translate(self, sources: list[list[int]], n_best: int = 0) -> list:
-        """translate_ids with the run's decoding: the best ids of each source, or its n_best best
-        hypotheses with their scores."""
+        """translate_ids with the run's decoding: the best ids of each source (or a sample), or
+        its n_best best hypotheses with their scores."""
         return translate_ids(self.model, sources, self.decode, beam_size=self.decode.beam_size,
-                             max_tokens=self.max_tokens, n_best=n_best)  # fmt: skip
+                             max_tokens=self.max_tokens, n_best=n_best, sampling=self.sampling)  # fmt: skip
 
 
 def fit_sources(sources: list[list[int]], positions: int, name: str, *, truncate: bool) -> list[list[int]]:
@@ -169,7 +195,7 @@ class TranslationSpec(TaskSpec):
         model = run.load_into(build_translation_model(cfg, tokenizer)).to(torch.device(options.device))
         return Translator(
             model, run, options.precision or cfg.train.precision, tokenizer, decode,
-            options.max_tokens or cfg.decode.max_tokens or cfg.data.max_tokens,
+            options.max_tokens or cfg.decode.max_tokens or cfg.data.max_tokens, options.sampling(),
         )  # fmt: skip
 
     def calibration_examples(
@@ -189,6 +215,8 @@ class TranslationSpec(TaskSpec):
             loaded.model(batch.src.to(device), batch.tgt_in.to(device))
 
     def evaluate(self, loaded: Translator, options: TranslationOptions) -> Evaluation:
+        if loaded.sampling is not None:  # its record would stand beside the search's as a score
+            raise Invalid("do_sample", "evaluate scores the search; sample with translate")
         cfg = loaded.trained.cfg
         pairs = list(load_pairs(cfg.data, options.split))
         pairs = pairs[: options.limit] if options.limit else pairs

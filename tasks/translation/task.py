@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 
 import sacrebleu
+import torch
 from torch import nn
 
 from tasks.translation.config import DecodeConfig, TranslationConfig
@@ -17,12 +19,23 @@ from zoo.data.batching import accumulation_for
 from zoo.data.seq2seq import Ids, Seq2SeqBatch
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
-from zoo.decode import Hypotheses, beam_search, decode_sorted, greedy_search
+from zoo.decode import Hypotheses, beam_search, decode_sorted, greedy_search, sample
 from zoo.models import build_model
 from zoo.train import RunContext, Term
 
 log = logging.getLogger(__name__)
 TOKENIZER_ARTIFACT = "spm.model"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Ancestral sampling instead of search (zoo.decode.sample): fairseq's --sampling, as
+    back-translation uses it; the settings are Hugging Face's names."""
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
 
 
 def translate_ids(
@@ -33,14 +46,21 @@ def translate_ids(
     beam_size: int,
     max_tokens: int,
     n_best: int = 0,
+    sampling: Sampling | None = None,
 ) -> list[list[int]] | list[list[tuple[list[int], float]]]:
     """Best hypothesis ids of each source id sequence (without EOS, as the tokenizer gives
-    them), in input order; greedy when beam_size == 1. With n_best >= 1 (at most beam_size),
-    each source's n_best best hypotheses instead, as (ids, score), best first: beam search then
-    runs until its n_best-th finished hypothesis cannot be beaten (zoo.decode.beam), and its
-    scores are length-normalised (greedy search's: summed log-probabilities)."""
+    them), in input order; greedy when beam_size == 1, one sample each with `sampling` (drawn
+    from one stream seeded by sampling.seed, batch after batch). With n_best >= 1 (at most
+    beam_size), each source's n_best best hypotheses instead, as (ids, score), best first: beam
+    search then runs until its n_best-th finished hypothesis cannot be beaten (zoo.decode.beam),
+    and its scores are length-normalised (greedy search's and samples': summed log-probabilities)."""
     limits = dict(special=SPECIAL_IDS, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
-    if beam_size == 1:
+    if sampling is not None:
+        device = next(model.parameters()).device
+        generator = torch.Generator(device=device).manual_seed(sampling.seed)
+        search = partial(sample, model, temperature=sampling.temperature, top_k=sampling.top_k,
+                         top_p=sampling.top_p, generator=generator, **limits)  # fmt: skip
+    elif beam_size == 1:
         search = partial(greedy_search, model, **limits)
     else:
         search = partial(

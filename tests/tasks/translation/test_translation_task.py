@@ -142,6 +142,23 @@ def test_translate_n_best_gives_each_line_its_best_hypotheses_in_order(trained_r
     assert all(t[0][1] >= o[0][1] - 1e-5 and len(t) == 3 for t, o in zip(three, one))
 
 
+def test_translate_samples_from_a_seed_and_top_k_one_is_greedy(trained_run, monkeypatch, capsys):
+    out, task, _ = trained_run
+    sources = task.data.test.sources[:8]
+
+    def translate_lines(*extra: str) -> list[str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(sources) + "\n"))
+        return translate.main([str(out), "--checkpoint", "last", *extra])
+
+    hot = ["--do_sample", "--temperature=1.5"]
+    assert translate_lines(*hot, "--seed=1") == translate_lines(*hot, "--seed=1")
+    assert translate_lines(*hot, "--seed=1") != translate_lines(*hot, "--seed=2")
+    assert translate_lines("--do_sample", "--top_k=1") == translate_lines("--beam_size=1")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([str(out), "--checkpoint", "last", "--do_sample"])
+    assert exit_info.value.code == 2 and "do_sample" in capsys.readouterr().err
+
+
 def test_translate_and_attention_read_stdin_from_a_lone_checkpoint(trained_run, tmp_path):
     """From a lone checkpoint file: the vocabulary travels inside it."""
     out, task, _ = trained_run
