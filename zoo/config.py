@@ -195,6 +195,8 @@ def parse_cli(
         raise SystemExit(0)
     path = default_config
     rest: list[str] = []
+    verbatim = {f"--{f.name}" for f in dataclasses.fields(schema) if f.metadata.get("verbatim")}
+    raw: dict[str, str] = {}
     fill = list(positional)
     i = 0
     while i < len(argv):
@@ -209,6 +211,14 @@ def parse_cli(
             path = arg.split("=", 1)[1]
         elif not arg.startswith("-") and "=" not in arg and fill:
             rest.append(f"{fill.pop(0)}={arg}")
+        elif _key(arg.partition("=")[0]) in verbatim:
+            # Free text (an input sentence): taken as typed, never read as YAML or ${interpolation}.
+            key, equals, value = arg.partition("=")
+            if not equals:
+                if following is None or following.startswith("--"):
+                    raise ConfigError(f"{key} needs a value ({key}=... for one that starts with --)")
+                value, i = following, i + 1
+            raw[_key(key)[2:]] = value
         elif arg.startswith("--") and "=" not in arg:
             if following is not None and not following.startswith("--"):
                 rest.append(f"{_key(arg)}={following}")
@@ -219,7 +229,11 @@ def parse_cli(
             key, _, value = arg.partition("=")
             rest.append(f"{_key(key)}={value}" if key.startswith("--") else arg)
         i += 1
-    return load_config(schema, path, rest)
+    cfg = load_config(schema, path, rest)
+    if raw:
+        cfg = dataclasses.replace(cfg, **raw)
+        check_values(cfg)
+    return cfg
 
 
 def _key(option: str) -> str:

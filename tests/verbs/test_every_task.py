@@ -126,6 +126,8 @@ def test_a_tiny_run_goes_through_every_verb(task, tmp_path):
     predicted = zoo("predict", task, str(run), "--checkpoint=last", "--json", input=sample + "\n")
     assert predicted.returncode == 0, predicted.stderr
     assert json.loads(predicted.stdout)["input"] == sample
+    typed = zoo("predict", task, str(run), "--checkpoint=last", "--json", f"--text={sample}")  # no stdin
+    assert typed.returncode == 0 and typed.stdout == predicted.stdout, typed.stderr
 
     exported = zoo("export", task, str(run), "--checkpoint=last", f"--output={tmp_path / 'exported'}")
     if get_spec(task).export_formats:

@@ -108,6 +108,24 @@ def test_cli_option_names_accept_hyphens():
         parse_cli(Verb, ["--beam", "wide"], default_config=None, description="")
 
 
+@pytest.mark.parametrize(
+    "text", ["a b: c, [d]", "[1, 2]", "null", "true", '"quoted" ${x}', "--dashes", "", "3"]
+)
+def test_verbatim_options_are_taken_as_typed(text):
+    @dataclass
+    class Verb:
+        text: str = field(default="", metadata={"verbatim": True})
+        beam: int = 4
+
+    for argv in (["--text", text], [f"--text={text}"]):
+        if argv[0] == "--text" and text.startswith("--"):
+            with pytest.raises(ConfigError, match="--text="):  # the spaced form reads it as an option
+                parse_cli(Verb, [*argv, "--beam=2"], default_config=None, description="")
+            continue
+        cfg = parse_cli(Verb, [*argv, "--beam=2"], default_config=None, description="")
+        assert (cfg.text, cfg.beam) == (text, 2)
+
+
 def test_section_checks_name_the_full_key():
     from dataclasses import dataclass, field
 

@@ -19,7 +19,7 @@ from zoo.quantize import describe, input_ranges, quantize_int8
 from zoo.train import evaluation, fit, load_trained
 from zoo.train.average import average_run
 from zoo.train.checkpoint import STEP_FILE, schema_name, step_checkpoints
-from zoo.verbs.io import check_readable, check_writable, input_lines, write_directory, write_text
+from zoo.verbs.io import check_readable, check_writable, write_directory, write_text
 from zoo.verbs.options import VerbOptions
 from zoo.verbs.spec import Loaded, TaskSpec, Unsupported
 
@@ -154,7 +154,7 @@ def predict(spec: TaskSpec, argv: list[str]) -> list[str]:
     check_writable(options.output, "output")
     check_readable(options.input, "input")
     loaded = _load(spec, options)  # before stdin: a wrong RUN is told at once, not after the input
-    lines = input_lines(options.input, limit=options.limit)
+    lines = options.inputs()
     if len(lines) == 1 and not options.output and not options.json:
         streamed = _stream(spec, loaded, lines[0], options)
         if streamed is not None:
@@ -189,8 +189,8 @@ def attention(spec: TaskSpec, argv: list[str]) -> Path:
     check_writable(options.output, "output")
     check_readable(options.input, "input")
     loaded = _load(spec, options)
-    use_default = not options.input and sys.stdin.isatty()
-    lines = spec.default_input() if use_default else input_lines(options.input, limit=options.limit)
+    use_default = not options.text and not options.input and sys.stdin.isatty()
+    lines = spec.default_input() if use_default else options.inputs()
     if not lines:
         raise UserError("attention: no input (give --input FILE or lines on stdin)")
     output = Path(options.output) if options.output else loaded.trained.run_dir / "attention.png"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from zoo.config import Invalid
+from zoo.verbs.io import input_lines
 
 # One name for the validation split in every task; the names other codebases use are accepted.
 SPLITS = ("train", "valid", "test")
@@ -53,6 +54,13 @@ class VerbOptions:
     split: str = field(default="test", metadata={"help": "evaluate: train | valid | test (dev = valid)"})
     input: str = field(
         default="", metadata={"help": "predict, attention: a file of inputs, one per line ('' = stdin)"}
+    )
+    text: str = field(
+        default="",
+        metadata={
+            "help": "predict, attention: one input given here, instead of --input or stdin",
+            "verbatim": True,  # free text: parse_cli takes it as typed
+        },
     )
     output: str = field(
         default="",
@@ -95,6 +103,14 @@ class VerbOptions:
                 raise Invalid(key, f"must be at least 0, not {getattr(self, key)}")
         if self.last < 1:
             raise Invalid("last", f"must be at least 1, not {self.last}")
+        if self.text and self.input:
+            raise Invalid("text", "is the input itself: give --text or --input, not both")
+        if "\n" in self.text:
+            raise Invalid("text", "is one input, one line: put several in a file (--input) or on stdin")
+
+    def inputs(self) -> list[str]:
+        """The inputs, one a line: --text, else the lines of --input or stdin (the first --limit)."""
+        return [self.text] if self.text else input_lines(self.input, limit=self.limit)
 
     @property
     def ensemble_runs(self) -> list[str]:
