@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from tasks.translation.config import DecodeConfig, TranslationConfig
 from tasks.translation.data import cut_to_positions, encode_split, load_pairs, split_names
@@ -27,6 +28,7 @@ from zoo.config import Invalid, UserError
 from zoo.convert.onnx.export import export_translation
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
+from zoo.models.seq2seq_ensemble import Seq2SeqEnsemble
 from zoo.plot import plot_cross_attention
 from zoo.train import FitResult, Trained, evaluation
 from zoo.verbs import Evaluation, Loaded, TaskSpec, Unsupported, VerbOptions
@@ -159,6 +161,24 @@ def tokenizer_of(trained: Trained) -> SentencePieceTokenizer:
     return SentencePieceTokenizer.load(trained.run_dir / TOKENIZER_ARTIFACT)
 
 
+def _member(member: Trained, run: Trained, tokenizer: SentencePieceTokenizer) -> nn.Module:
+    """A run's model, which must read and write RUN's vocabulary to join its ensemble."""
+    if member is not run and tokenizer_of(member).model != tokenizer.model:
+        raise UserError(f"--ensemble: {member.path} was trained with another vocabulary than {run.path}")
+    return member.load_into(build_translation_model(member.cfg, tokenizer))
+
+
+def _others(loaded: Translator) -> str:
+    if isinstance(loaded.model, Seq2SeqEnsemble):
+        return f" and {len(loaded.model.members) - 1} more, an ensemble"
+    return ""
+
+
+def _one_model(loaded: Translator, verb: str) -> None:
+    if isinstance(loaded.model, Seq2SeqEnsemble):
+        raise Unsupported(f"translation: {verb} one model; drop --ensemble")
+
+
 class TranslationSpec(TaskSpec):
     name = "translation"
     description = "the paper's encoder-decoder Transformer, scored with sacreBLEU"
@@ -167,6 +187,7 @@ class TranslationSpec(TaskSpec):
     predict_alias = "translate"
     export_formats = ("ctranslate2", "onnx")
     int8 = True
+    ensemble = True  # evaluate and predict; attention and export draw or write one model
 
     def runner_task(self, cfg: TranslationConfig) -> TranslationTask:
         return TranslationTask(cfg)
@@ -183,7 +204,9 @@ class TranslationSpec(TaskSpec):
         print(NEXT_STEPS.format(run=result.run_dir))
 
     def load(self, trained: list[Trained], options: TranslationOptions) -> Translator:
-        (run,) = trained
+        """The model; with several runs (--ensemble) their mean next-token probabilities at every
+        step (zoo.models.seq2seq_ensemble), RUN's tokenizer, decoding and batching."""
+        run = trained[0]
         cfg = run.cfg
         tokenizer = tokenizer_of(run)
         changes = {
@@ -192,7 +215,8 @@ class TranslationSpec(TaskSpec):
             "patience": options.patience,
         }
         decode = dataclasses.replace(cfg.decode, **{k: v for k, v in changes.items() if v is not None})
-        model = run.load_into(build_translation_model(cfg, tokenizer)).to(torch.device(options.device))
+        models = [_member(member, run, tokenizer) for member in trained]
+        model = (models[0] if len(models) == 1 else Seq2SeqEnsemble(models)).to(torch.device(options.device))
         return Translator(
             model, run, options.precision or cfg.train.precision, tokenizer, decode,
             options.max_tokens or cfg.decode.max_tokens or cfg.data.max_tokens, options.sampling(),
@@ -228,7 +252,7 @@ class TranslationSpec(TaskSpec):
                    "patience": decode.patience, **score(hyps, split.references)}  # fmt: skip
         summary = (
             f"{name}: BLEU {metrics['bleu']:.2f}  chrF {metrics['chrf']:.2f}  ({len(hyps)} sentences, "
-            f"beam {decode.beam_size}, alpha {decode.alpha}, {loaded.trained.path})\n"
+            f"beam {decode.beam_size}, alpha {decode.alpha}, {loaded.trained.path}{_others(loaded)})\n"
             f"  {metrics['bleu_signature']}\n  {metrics['chrf_signature']}"
         )
         return Evaluation(metrics, summary, hyps)
@@ -261,6 +285,7 @@ class TranslationSpec(TaskSpec):
     def attention(
         self, loaded: Translator, lines: list[str], output: Path, options: TranslationOptions
     ) -> str:
+        _one_model(loaded, "attention draws")
         source = self._sources(loaded, lines[:1], options)[0]
         hyp = loaded.translate([source])[0]
         tok, device = loaded.tokenizer, next(loaded.model.parameters()).device
@@ -273,6 +298,7 @@ class TranslationSpec(TaskSpec):
         return "the cross-attention of the first sentence (rows: its translation, columns: the source)"
 
     def export(self, loaded: Translator, fmt: str, output: Path, options: TranslationOptions) -> None:
+        _one_model(loaded, "export writes")
         if fmt == "onnx":
             if options.quantization:
                 raise UserError("--quantization is CTranslate2's: the ONNX graphs hold float32 weights")

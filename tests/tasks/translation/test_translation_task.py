@@ -5,15 +5,18 @@ import io
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tasks.translation import evaluate, translate
 from tasks.translation.config import TranslationConfig
+from tasks.translation.spec import TranslationSpec
 from tasks.translation.task import TranslationTask, translate_ids
 from zoo.config import load_config
 from zoo.train import evaluation, fit
+from zoo.verbs.cli import run_verb
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "translation"
 
@@ -157,6 +160,45 @@ def test_translate_samples_from_a_seed_and_top_k_one_is_greedy(trained_run, monk
     with pytest.raises(SystemExit) as exit_info:
         evaluate.main([str(out), "--checkpoint", "last", "--do_sample"])
     assert exit_info.value.code == 2 and "do_sample" in capsys.readouterr().err
+
+
+def test_an_ensemble_of_copies_translates_as_the_model_and_other_vocabularies_are_refused(
+    trained_run, tmp_path, capsys
+):
+    out, task, _ = trained_run
+    copy_of_run = tmp_path / "copy.pt"
+    shutil.copy(sorted((out / "checkpoints").glob("step_*.pt"))[-1], copy_of_run)
+    alone = evaluate.main([str(out), "--checkpoint", "last", "--beam_size", "2", "--limit", "30"])
+    both = [
+        str(out),
+        "--checkpoint",
+        "last",
+        "--ensemble",
+        str(copy_of_run),
+        "--beam_size",
+        "2",
+        "--limit",
+        "30",
+    ]
+    together = evaluate.main(both)
+    assert together["bleu"] == alone["bleu"] and together["ensemble"] == [str(out), str(copy_of_run)]
+    assert "and 1 more, an ensemble" in capsys.readouterr().out
+    other = tmp_path / "other"
+    cfg = load_config(TranslationConfig, None, [
+        f"train.out_dir={other}", "train.max_steps=1", "train.eval_every=0", "train.progress=false",
+        "train.tensorboard=false", "data.synthetic_train=300", "data.synthetic_valid=10",
+        "data.synthetic_test=10", "data.vocab_size=150", "model.dim=32", "model.ffn_dim=64",
+    ])  # fmt: skip
+    fit(cfg, TranslationTask(cfg))
+    for verb in ("evaluate", "attention"):
+        member = (
+            ["--ensemble", str(other)] if verb == "evaluate" else ["--ensemble", str(copy_of_run), "--text=a"]
+        )
+        argv = [str(out), "--checkpoint", "last", *member]
+        with pytest.raises(SystemExit) as exit_info:
+            (evaluate.main if verb == "evaluate" else partial(run_verb, TranslationSpec(), "attention"))(argv)
+        assert exit_info.value.code == 2
+        assert ("another vocabulary" if verb == "evaluate" else "drop --ensemble") in capsys.readouterr().err
 
 
 def test_translate_and_attention_read_stdin_from_a_lone_checkpoint(trained_run, tmp_path):
