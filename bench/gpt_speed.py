@@ -10,7 +10,8 @@ write_ctranslate2_gpt), the contenders taking turns in one run (bench/timing.py)
   loss); backward; AdamW (bench/optimizers.py: both torch's fused kernel, the same settings).
   Both predict the same B x (T - 1) targets; the first losses are checked equal. Target >= 1.2x.
 - Generation with the KV cache, greedy, at batch 1 and 8 (prompts of 64 random ids, 128 new
-  ids, none allowed to end early: min_new_tokens / min_length 128): zoo `generate`, Hugging
+  ids, none allowed to end early: min_new_tokens / min_length 128): zoo `generate` (and, as
+  `zoo_compiled`, on its static cache with the one-token step under torch.compile), Hugging
   Face `generate` and CTranslate2 `generate_batch` (fp32, sampling_topk=1). Prefill and decode
   are reported apart, as optimum-benchmark does: prefill = the same call for one new id (the
   prompts' forward, first token), decode = the full call minus it, over the other 127 ids per
@@ -142,8 +143,9 @@ def engines(zoo: GPT, hf: torch.nn.Module, ct2, prompts: list[list[int]]) -> dic
     tokens = torch.tensor(prompts)
     strings = [[f"t{i}" for i in prompt] for prompt in prompts]
 
-    def zoo_generate(new: int) -> list[list[int]]:
-        return generate(zoo, prompts, GenerationConfig(max_new_tokens=new, min_new_tokens=new, eos_id=eot))
+    def zoo_generate(new: int, **cache) -> list[list[int]]:
+        config = GenerationConfig(max_new_tokens=new, min_new_tokens=new, eos_id=eot, **cache)
+        return generate(zoo, prompts, config)
 
     def hf_generate(new: int) -> list[list[int]]:
         with torch.inference_mode():
@@ -163,7 +165,10 @@ def engines(zoo: GPT, hf: torch.nn.Module, ct2, prompts: list[list[int]]) -> dic
         )
         return [r.sequences_ids[0] for r in results]
 
-    return {"zoo": zoo_generate, "hf": hf_generate, "ct2_fp32": ct2_generate}
+    # The static cache's one-token step under torch.compile (inductor's C++ kernels on the CPU):
+    # the first call compiles (tens of seconds), later calls with the batch size reuse the graph.
+    compiled = partial(zoo_generate, cache_implementation="static", compile=True)
+    return {"zoo": zoo_generate, "zoo_compiled": compiled, "hf": hf_generate, "ct2_fp32": ct2_generate}
 
 
 def ct2_generator(zoo: GPT, folder: Path, threads: int):
@@ -188,7 +193,7 @@ def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: P
         for batch in BATCHES:
             runs = engines(zoo, hf, ct2, random_prompts(p, batch))
             outputs = {engine: run(p.new) for engine, run in runs.items()}  # also the warmup
-            assert outputs["zoo"] == outputs["hf"], "zoo's greedy ids differ from Hugging Face's"
+            assert outputs["zoo"] == outputs["hf"] == outputs["zoo_compiled"], "greedy ids differ"
             fns = {f"{engine}/{new}": partial(run, new) for engine, run in runs.items() for new in (1, p.new)}
             seconds = interleaved_medians(fns, repeats=repeats, warmup=0)
             rows += [{"threads": n, **row} for row in rates(seconds, outputs, batch, p)]

@@ -23,7 +23,7 @@ from bench.gpt_speed import (  # noqa: E402
     training_contenders,
 )
 
-ENGINES = ["zoo", "hf", "ct2_fp32"]
+ENGINES = ["zoo", "zoo_compiled", "hf", "ct2_fp32"]
 
 
 @pytest.fixture(scope="module")
@@ -74,5 +74,5 @@ def test_generate(measure, generators: tuple[dict, dict], preset: str, batch: in
         partial(runs[batch][engine], p.new), f"gpt greedy b={batch}", engine, batch * p.new, preset=preset
     )
     assert [len(row) for row in ids] == [p.new] * batch
-    if engine == "hf":
+    if engine in ("hf", "zoo_compiled"):
         assert ids == zoo_ids[batch]  # the same weights, greedy: the same ids
