@@ -28,6 +28,7 @@ from zoo.config import Invalid, UserError
 from zoo.convert.onnx.export import export_translation
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
+from zoo.decode.prefix import ForcedPrefixes
 from zoo.models.seq2seq_ensemble import Seq2SeqEnsemble
 from zoo.plot import plot_cross_attention
 from zoo.train import FitResult, Trained, evaluation
@@ -64,6 +65,10 @@ class TranslationOptions(VerbOptions):
     n_best: int = field(
         default=1,
         metadata={"help": "translate: hypotheses a line, best first, one line each (--json: with scores)"},
+    )
+    target_prefix: bool = field(
+        default=False,
+        metadata={"help": "translate: lines are SOURCE<TAB>PREFIX; each translation starts with its PREFIX"},
     )
     do_sample: bool = field(
         default=False, metadata={"help": "translate: sample each translation instead of searching"}
@@ -124,11 +129,15 @@ class Translator(Loaded):
     max_tokens: int
     sampling: Sampling | None = None  # --do_sample's settings: sample instead of searching
 
-    def translate(self, sources: list[list[int]], n_best: int = 0) -> list:
+    def translate(
+        self, sources: list[list[int]], n_best: int = 0, prefixes: list[list[int]] | None = None
+    ) -> list:
         """translate_ids with the run's decoding: the best ids of each source (or a sample), or
-        its n_best best hypotheses with their scores."""
+        its n_best best hypotheses with their scores; each beginning with its `prefixes` ids."""
+        forced = ForcedPrefixes(prefixes, self.tokenizer.vocab_size) if prefixes else None
         return translate_ids(self.model, sources, self.decode, beam_size=self.decode.beam_size,
-                             max_tokens=self.max_tokens, n_best=n_best, sampling=self.sampling)  # fmt: skip
+                             max_tokens=self.max_tokens, n_best=n_best, sampling=self.sampling,
+                             prefixes=forced)  # fmt: skip
 
 
 def fit_sources(sources: list[list[int]], positions: int, name: str, *, truncate: bool) -> list[list[int]]:
@@ -166,6 +175,12 @@ def _member(member: Trained, run: Trained, tokenizer: SentencePieceTokenizer) ->
     if member is not run and tokenizer_of(member).model != tokenizer.model:
         raise UserError(f"--ensemble: {member.path} was trained with another vocabulary than {run.path}")
     return member.load_into(build_translation_model(member.cfg, tokenizer))
+
+
+def _split_prefixes(lines: list[str]) -> tuple[list[str], list[str]]:
+    """SOURCE<TAB>PREFIX lines -> the sources and the prefixes (a line without a TAB: none)."""
+    pairs = [line.split("\t", 1) if "\t" in line else [line, ""] for line in lines]
+    return [source for source, _ in pairs], [prefix for _, prefix in pairs]
 
 
 def _others(loaded: Translator) -> str:
@@ -266,15 +281,19 @@ class TranslationSpec(TaskSpec):
     ) -> list[str | list[dict]]:
         """One translation a line; with --n_best n > 1, n lines a line, best first (--json: a list of
         {"translation", "score"}, the score beam search's length-normalised log-probability)."""
+        prefixes = None
+        if options.target_prefix:
+            lines, prefix_texts = _split_prefixes(lines)
+            prefixes = loaded.tokenizer.encode_batch(prefix_texts)
         sources = self._sources(loaded, lines, options)
         if options.n_best == 1:
-            return loaded.tokenizer.decode_batch(loaded.translate(sources))
+            return loaded.tokenizer.decode_batch(loaded.translate(sources, prefixes=prefixes))
         if options.n_best > loaded.decode.beam_size:
             raise Invalid(
                 "n_best",
                 f"{options.n_best} is more than the beam ({loaded.decode.beam_size}): raise --beam_size",
             )
-        nbest = loaded.translate(sources, n_best=options.n_best)
+        nbest = loaded.translate(sources, n_best=options.n_best, prefixes=prefixes)
         outputs: list[str | list[dict]] = []
         for hypotheses in nbest:
             texts = loaded.tokenizer.decode_batch([ids for ids, _ in hypotheses])

@@ -11,7 +11,7 @@ from functools import partial
 
 import sacrebleu
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from tasks.translation.config import DecodeConfig, TranslationConfig
 from tasks.translation.data import EncodedSplit, TranslationData
@@ -20,6 +20,7 @@ from zoo.data.seq2seq import Ids, Seq2SeqBatch
 from zoo.data.special import SPECIAL_IDS
 from zoo.data.tokenizer import SentencePieceTokenizer
 from zoo.decode import Hypotheses, beam_search, decode_sorted, greedy_search, sample
+from zoo.decode.prefix import ForcedPrefixes
 from zoo.models import build_model
 from zoo.train import RunContext, Term
 
@@ -47,13 +48,16 @@ def translate_ids(
     max_tokens: int,
     n_best: int = 0,
     sampling: Sampling | None = None,
+    prefixes: ForcedPrefixes | None = None,
 ) -> list[list[int]] | list[list[tuple[list[int], float]]]:
     """Best hypothesis ids of each source id sequence (without EOS, as the tokenizer gives
     them), in input order; greedy when beam_size == 1, one sample each with `sampling` (drawn
     from one stream seeded by sampling.seed, batch after batch). With n_best >= 1 (at most
     beam_size), each source's n_best best hypotheses instead, as (ids, score), best first: beam
     search then runs until its n_best-th finished hypothesis cannot be beaten (zoo.decode.beam),
-    and its scores are length-normalised (greedy search's and samples': summed log-probabilities)."""
+    and its scores are length-normalised (greedy search's and samples': summed log-probabilities).
+    `prefixes` makes each output begin with its source's prefix (zoo.decode.prefix; CTranslate2's
+    target_prefix)."""
     limits = dict(special=SPECIAL_IDS, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
     if sampling is not None:
         device = next(model.parameters()).device
@@ -72,8 +76,12 @@ def translate_ids(
             n_best=max(n_best, 1),
             **limits,
         )
+
+    def batch_search(src: Tensor, positions: Tensor) -> Hypotheses:
+        return search(src, allowed_tokens=prefixes.hook(positions)) if prefixes else search(src)
+
     return decode_sorted(
-        model, sources, lambda src, positions: search(src), special=SPECIAL_IDS, max_tokens=max_tokens,
+        model, sources, batch_search, special=SPECIAL_IDS, max_tokens=max_tokens,
         keep=Hypotheses.nbest if n_best else Hypotheses.best,
     )  # fmt: skip
 

@@ -201,6 +201,25 @@ def test_an_ensemble_of_copies_translates_as_the_model_and_other_vocabularies_ar
         assert ("another vocabulary" if verb == "evaluate" else "drop --ensemble") in capsys.readouterr().err
 
 
+def test_translate_target_prefix_begins_each_translation_with_its_prefix(trained_run, monkeypatch):
+    out, task, _ = trained_run
+    sources = task.data.test.sources[:4]
+
+    def translate_lines(lines: list[str], *extra: str) -> list[str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+        return translate.main([str(out), "--checkpoint", "last", "--beam_size", "1", *extra])
+
+    free = translate_lines(sources)
+    # Its own first word as the prefix: greedy search then writes the same translation.
+    own = [f"{source}\t{translation.split()[0]}" for source, translation in zip(sources, free)]
+    assert translate_lines(own, "--target_prefix") == free
+    chosen = ["Zwei Hunde", "", "Sophie", "Der"]  # a line without a TAB has no prefix
+    lines = [f"{s}\t{p}" if p else s for s, p in zip(sources, chosen)]
+    forced = translate_lines(lines, "--target_prefix", "--beam_size", "3")
+    assert all(t.startswith(p) for t, p in zip(forced, chosen)) and forced != free
+    assert forced[1] == translate_lines(sources[1:2], "--beam_size", "3")[0]
+
+
 def test_translate_and_attention_read_stdin_from_a_lone_checkpoint(trained_run, tmp_path):
     """From a lone checkpoint file: the vocabulary travels inside it."""
     out, task, _ = trained_run
