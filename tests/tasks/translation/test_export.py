@@ -10,6 +10,7 @@ from tasks.translation.spec import TranslationOptions, TranslationSpec
 from tasks.translation.task import TranslationTask, translate_ids
 from zoo.config import load_config
 from zoo.convert.ctranslate2 import search_options
+from zoo.decode.prefix import ForcedPrefixes
 from zoo.train import evaluation, fit, load_trained
 
 ctranslate2 = pytest.importorskip(
@@ -54,11 +55,13 @@ def trained_run(request, tmp_path_factory):
     return out, task
 
 
+@pytest.mark.parametrize("prefixed", [False, True], ids=["free", "target_prefix"])
 @pytest.mark.parametrize("beam", [1, 4])
-def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam):
+def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam, prefixed):
     """Greedy, and beam 4 without a length penalty: CTranslate2 then stops a sentence when its
     top-ranked candidate ends, zoo when no live beam can beat a finished hypothesis (the same
-    result; with a penalty their formulas differ: GNMT's against length ** alpha)."""
+    result; with a penalty their formulas differ: GNMT's against length ** alpha). With target
+    prefixes (another sentence's first reference tokens), both begin there and go on alike."""
     run, task = trained_run
     exported = export.main(
         [str(run), "--format", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", "last"]
@@ -66,19 +69,27 @@ def test_ctranslate2_search_equals_zoo_search(trained_run, tmp_path, beam):
     trained = load_trained(run, TranslationConfig, which="last")
     translator = TranslationSpec().load([trained], TranslationOptions(run=str(run)))
     tokenizer, decode = translator.tokenizer, replace(translator.decode, alpha=0.0)
-    sources = [task.data.split("test").pairs.src.row(i) for i in range(SENTENCES)]
+    test = task.data.split("test").pairs
+    sources = [test.src.row(i) for i in range(SENTENCES)]
+    prefixes = [test.tgt.row((i + 1) % SENTENCES)[: 1 + i % 3] if prefixed else [] for i in range(SENTENCES)]
+    forced = ForcedPrefixes(prefixes, tokenizer.vocab_size) if prefixed else None
     with evaluation(translator.model) as model:
-        ours = translate_ids(model, sources, decode, beam_size=beam, max_tokens=4096)
+        ours = translate_ids(model, sources, decode, beam_size=beam, max_tokens=4096, prefixes=forced)
 
     engine = ctranslate2.Translator(str(exported), intra_threads=1)
     pieces = [tokenizer.pieces(ids) for ids in sources]
     vocabulary = {piece: i for i, piece in enumerate(tokenizer.pieces(range(tokenizer.vocab_size)))}
     theirs = []
-    for source, ids in zip(pieces, sources):  # one call each: zoo's limit depends on the source
+    for source, ids, prefix in zip(
+        pieces, sources, prefixes
+    ):  # one call each: zoo's limit depends on the source
         options = search_options(tokenizer, len(ids), max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
+        if prefixed:
+            options["target_prefix"] = [tokenizer.pieces(prefix)]
         result = engine.translate_batch([source], beam_size=beam, length_penalty=0.0, **options)
         theirs.append([vocabulary[piece] for piece in result[0].hypotheses[0]])
     assert ours == theirs
+    assert all(ids[: len(prefix)] == prefix for ids, prefix in zip(ours, prefixes))
     assert (
         sum(len(ids) < len(src) + 1 + decode.max_len_b for ids, src in zip(ours, sources)) >= SENTENCES // 2
     )
