@@ -182,16 +182,7 @@ def parse_cli(
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
-        names = " ".join(k.upper() for k in positional)
-        print(description)
-        config = "[--config FILE] " if recipe else ""
-        print(f"\nusage: {names + ' ' if names else ''}{config}[--key=value ...]")
-        if recipe:
-            print(f"  --config  recipe YAML (default: {default_config or 'none: the built-in defaults'})")
-        if positional:
-            print(f"  {names}: the same as --{'=... --'.join(positional)}=...")
-        print("\noptions:")
-        print("\n".join(describe(schema)))
+        _print_help(schema, description, positional, recipe, default_config)
         raise SystemExit(0)
     path = default_config
     rest: list[str] = []
@@ -234,6 +225,25 @@ def parse_cli(
         cfg = dataclasses.replace(cfg, **raw)
         check_values(cfg)
     return cfg
+
+
+def _print_help(
+    schema: type,
+    description: str,
+    positional: tuple[str, ...],
+    recipe: bool,
+    default_config: str | Path | None,
+) -> None:
+    names = " ".join(k.upper() for k in positional)
+    print(description)
+    config = "[--config FILE] " if recipe else ""
+    print(f"\nusage: {names + ' ' if names else ''}{config}[--key=value ...]")
+    if recipe:
+        print(f"  --config  recipe YAML (default: {default_config or 'none: the built-in defaults'})")
+    if positional:
+        print(f"  {names}: the same as --{'=... --'.join(positional)}=...")
+    print("\noptions:")
+    print("\n".join(describe(schema)))
 
 
 def _key(option: str) -> str:
