@@ -203,13 +203,8 @@ def parse_cli(
         elif not arg.startswith("-") and "=" not in arg and fill:
             rest.append(f"{fill.pop(0)}={arg}")
         elif _key(arg.partition("=")[0]) in verbatim:
-            # Free text (an input sentence): taken as typed, never read as YAML or ${interpolation}.
-            key, equals, value = arg.partition("=")
-            if not equals:
-                if following is None or following.startswith("--"):
-                    raise ConfigError(f"{key} needs a value ({key}=... for one that starts with --)")
-                value, i = following, i + 1
-            raw[_key(key)[2:]] = value
+            name, value, used = _verbatim(arg, following)
+            raw[name], i = value, i + used
         elif arg.startswith("--") and "=" not in arg:
             if following is not None and not following.startswith("--"):
                 rest.append(f"{_key(arg)}={following}")
@@ -225,6 +220,18 @@ def parse_cli(
         cfg = dataclasses.replace(cfg, **raw)
         check_values(cfg)
     return cfg
+
+
+def _verbatim(arg: str, following: str | None) -> tuple[str, str, int]:
+    """`--key=value` or `--key value` of a field marked verbatim (free text, an input sentence):
+    its name, the value as typed (never read as YAML or ${interpolation}), the arguments after
+    `arg` it used."""
+    key, equals, value = arg.partition("=")
+    if equals:
+        return _key(key)[2:], value, 0
+    if following is None or following.startswith("--"):
+        raise ConfigError(f"{key} needs a value ({key}=... for one that starts with --)")
+    return _key(key)[2:], following, 1
 
 
 def _print_help(
