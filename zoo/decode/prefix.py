@@ -36,11 +36,11 @@ class ForcedPrefixes:
         """The hook for one batch whose sequences are the inputs `positions` (B,)."""
         table = self.table.to(positions.device)[positions]
 
-        def allowed(sequences: Tensor, generated: Tensor) -> Tensor:
-            free = torch.ones(len(sequences), self.vocab_size, dtype=torch.bool, device=sequences.device)
+        def allowed(sequences: Tensor, generated: Tensor) -> Tensor | None:
             step = generated.shape[1]
             if step >= table.shape[1]:
-                return free
+                return None  # every prefix written: the search is free again, at no cost
+            free = torch.ones(len(sequences), self.vocab_size, dtype=torch.bool, device=sequences.device)
             forced = table[sequences, step]
             rows = (forced >= 0).nonzero().squeeze(1)
             free[rows] = False

@@ -22,8 +22,9 @@ from torch import Tensor
 from zoo.data.special import SpecialIds
 from zoo.decode.protocol import EncoderDecoder
 
-AllowedTokens = Callable[[Tensor, Tensor], Tensor]
-"""allowed_tokens(sequences (N,), prefixes (N, t)) -> (N, V) bool, True = may come next.
+AllowedTokens = Callable[[Tensor, Tensor], Tensor | None]
+"""allowed_tokens(sequences (N,), prefixes (N, t)) -> (N, V) bool, True = may come next; None =
+every token (no (N, V) mask to build and apply at that step).
 
 `sequences` is each row's index into the source batch given to the search, `prefixes` its
 generated ids so far (BOS excluded). Batched: one call per step for all rows (Hugging Face's
@@ -104,10 +105,12 @@ class DecodingState:
         torch.log_softmax(logprobs, dim=-1, out=logprobs)
         logprobs[:, self.never] = float("-inf")
         at_limit = self.limits[sequences] == self.tokens.shape[1] - 1
-        if self.allowed_tokens is not None:
+        restricted = (
+            None if self.allowed_tokens is None else self.allowed_tokens(sequences, self.tokens[:, 1:])
+        )
+        if restricted is not None:
             free = at_limit if idle is None else at_limit | idle
-            allowed = self.allowed_tokens(sequences, self.tokens[:, 1:]) | free[:, None]
-            logprobs.masked_fill_(~allowed, float("-inf"))
+            logprobs.masked_fill_(~(restricted | free[:, None]), float("-inf"))
             if not logprobs.isfinite().any(dim=-1).all():
                 raise ValueError("allowed_tokens left a row with no token it may generate")
         force_eos(logprobs, at_limit, self.special.eos)

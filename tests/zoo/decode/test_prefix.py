@@ -61,3 +61,4 @@ def test_the_hook_follows_the_batch_positions():
     assert first.sum(dim=1).tolist() == [1, 1] and first[0, 5] and first[1, 4]
     second = hook(torch.tensor([0, 1]), torch.zeros(2, 1, dtype=torch.long))
     assert second[0].sum() == 1 and second[0, 6] and second[1].all()
+    assert hook(torch.tensor([0, 1]), torch.zeros(2, 2, dtype=torch.long)) is None  # past every prefix: free
