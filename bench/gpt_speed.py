@@ -11,7 +11,8 @@ write_ctranslate2_gpt), the contenders taking turns in one run (bench/timing.py)
   Both predict the same B x (T - 1) targets; the first losses are checked equal. Target >= 1.2x.
 - Generation with the KV cache, greedy, at batch 1 and 8 (prompts of 64 random ids, 128 new
   ids, none allowed to end early: min_new_tokens / min_length 128): zoo `generate` (and, as
-  `zoo_compiled`, on its static cache with the one-token step under torch.compile), Hugging
+  `zoo_compiled`, on its static cache with the one-token step under torch.compile; as
+  `zoo_row_major`, without the column-major weights it takes for one row), Hugging
   Face `generate` and CTranslate2 `generate_batch` (fp32, sampling_topk=1). Prefill and decode
   are reported apart, as optimum-benchmark does: prefill = the same call for one new id (the
   prompts' forward, first token), decode = the full call minus it, over the other 127 ids per
@@ -32,9 +33,11 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
+from unittest.mock import patch
 
 import torch
 
@@ -43,8 +46,9 @@ from bench.output import add_out_option
 from bench.tables import RATE, RATIO, Column
 from bench.tables import markdown as table
 from bench.timing import cpu, cpu_model, interleaved_medians, run_meta
+from zoo.blocks.linear import linear
 from zoo.convert.hf_gpt2 import hf_model_of
-from zoo.decode import GenerationConfig, generate
+from zoo.decode import GenerationConfig, generate, lm_state
 from zoo.models.gpt import GPT, GPTModelConfig, build_gpt
 from zoo.models.gpt import PRESETS as MODELS
 
@@ -165,10 +169,42 @@ def engines(zoo: GPT, hf: torch.nn.Module, ct2, prompts: list[list[int]]) -> dic
         )
         return [r.sequences_ids[0] for r in results]
 
+    def zoo_row_major(new: int) -> list[list[int]]:
+        """zoo's generate keeping nn.Linear's row-major weights for one row too: the share of
+        zoo.blocks.linear.column_major_weights in the figures."""
+        with patch.object(lm_state, "column_major_weights", lambda model: nullcontext()):
+            return zoo_generate(new)
+
     # The static cache's one-token step under torch.compile (inductor's C++ kernels on the CPU):
     # the first call compiles (tens of seconds), later calls with the batch size reuse the graph.
     compiled = partial(zoo_generate, cache_implementation="static", compile=True)
-    return {"zoo": zoo_generate, "zoo_compiled": compiled, "hf": hf_generate, "ct2_fp32": ct2_generate}
+    return {
+        "zoo": zoo_generate,
+        "zoo_row_major": zoo_row_major,
+        "zoo_compiled": compiled,
+        "hf": hf_generate,
+        "ct2_fp32": ct2_generate,
+    }
+
+
+def step_products(zoo: GPT, rows: int) -> dict[str, Callable[[], torch.Tensor]]:
+    """A decoding step's products alone, each weight once in the order a step reads them (so
+    that, as in decoding, a weight comes back to the cache only a step later), for `rows` rows:
+    over zoo's weights stored column-major (zoo.blocks.linear.column_major_weights, which
+    `generate` applies to one row) and row-major (nn.Linear's layout, the peer). A call returns
+    its last product, the logits."""
+    weights = [m.weight.detach() for m in zoo.modules() if isinstance(m, torch.nn.Linear)]
+    weights.append(zoo.output_weight.detach())
+    inputs = {w.shape[1]: torch.randn(rows, w.shape[1]) for w in weights}
+
+    def run(layout: list[torch.Tensor]) -> Callable[[], torch.Tensor]:
+        def step() -> torch.Tensor:
+            return [linear(inputs[weight.shape[1]], weight) for weight in layout][-1]
+
+        return step
+
+    column_major = [w.t().contiguous().t() for w in weights]
+    return {"zoo_column_major": run(column_major), "row_major": run(weights)}
 
 
 def ct2_generator(zoo: GPT, folder: Path, threads: int):
@@ -193,7 +229,8 @@ def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: P
         for batch in BATCHES:
             runs = engines(zoo, hf, ct2, random_prompts(p, batch))
             outputs = {engine: run(p.new) for engine, run in runs.items()}  # also the warmup
-            assert outputs["zoo"] == outputs["hf"] == outputs["zoo_compiled"], "greedy ids differ"
+            zoo_ids = (outputs[e] for e in ("zoo", "zoo_row_major", "zoo_compiled"))
+            assert all(ids == outputs["hf"] for ids in zoo_ids), "greedy ids differ"
             fns = {f"{engine}/{new}": partial(run, new) for engine, run in runs.items() for new in (1, p.new)}
             seconds = interleaved_medians(fns, repeats=repeats, warmup=0)
             rows += [{"threads": n, **row} for row in rates(seconds, outputs, batch, p)]

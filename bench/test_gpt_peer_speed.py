@@ -20,10 +20,11 @@ from bench.gpt_speed import (  # noqa: E402
     engines,
     models,
     random_prompts,
+    step_products,
     training_contenders,
 )
 
-ENGINES = ["zoo", "zoo_compiled", "hf", "ct2_fp32"]
+ENGINES = ["zoo", "zoo_row_major", "zoo_compiled", "hf", "ct2_fp32"]
 
 
 @pytest.fixture(scope="module")
@@ -74,5 +75,17 @@ def test_generate(measure, generators: tuple[dict, dict], preset: str, batch: in
         partial(runs[batch][engine], p.new), f"gpt greedy b={batch}", engine, batch * p.new, preset=preset
     )
     assert [len(row) for row in ids] == [p.new] * batch
-    if engine in ("hf", "zoo_compiled"):
+    if engine in ("hf", "zoo_row_major", "zoo_compiled"):
         assert ids == zoo_ids[batch]  # the same weights, greedy: the same ids
+
+
+@pytest.mark.parametrize("layout", ["zoo_column_major", "row_major"])
+@pytest.mark.parametrize("rows", [1, 2, 4, 8])
+def test_step_products(measure, preset: str, rows: int, layout: str) -> None:
+    """A decoding step's products over each weight layout (rows per call): why `generate` stores
+    the weights column-major for one row, and only for one (zoo.blocks.linear)."""
+    zoo, _ = models(preset, PRESETS[preset].vocab)
+    steps = step_products(zoo, rows)
+    logits = measure(steps[layout], f"gpt step products rows={rows}", layout, rows, preset=preset)
+    other = steps["row_major" if layout != "row_major" else "zoo_column_major"]()
+    torch.testing.assert_close(logits, other, rtol=1e-4, atol=1e-4)  # the layouts' sums, reordered

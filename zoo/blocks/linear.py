@@ -10,18 +10,25 @@ three products (forward, input gradient, weight gradient) through oneDNN when:
 
 - the backend is "onednn": `ZOO_CPU_LINEAR=onednn|torch` chooses; unset, oneDNN is chosen where
   torch's BLAS is MKL and the CPU is not an Intel one (MKL's fast paths are Intel's);
-- the tensors are plain float32 CPU tensors, the product at least MIN_MACS multiply-adds;
+- the tensors are plain float32 CPU tensors, the weight row-major, the product at least MIN_MACS
+  multiply-adds;
 - outside autocast (bf16 products are oneDNN's already), torch.compile, torch.export, tracing and
   dispatch modes such as FlopCounterMode (they see `F.linear`).
 
 Everything else takes `F.linear`. The results equal `F.linear`'s to float32 rounding (the sums run
 in another order), and the state dict is nn.Linear's.
+
+One row against a weight is a matrix-vector product, and there MKL's generic code is slow on the
+row-major (out, in) layout: `column_major_weights` stores a model's weights column-major (same
+values and shapes) while one sequence is decoded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -34,6 +41,8 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 # against 46; one row against GPT's 8,192 x 192 output projection: 215 against 394).
 MIN_MACS = 1 << 20
 BACKENDS = ("onednn", "torch")
+# Past this (a 32 MB L3 here), single-row products are bound by memory in either layout.
+COLUMN_MAJOR_MAX_BYTES = 64 << 20
 
 
 def _cpu_vendor() -> str:
@@ -105,10 +114,39 @@ def matmul_nt(a: Tensor, b: Tensor) -> Tensor:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`F.linear(x, weight, bias)`, on oneDNN where the module docstring says."""
-    if x.dim() < 2 or x.numel() * weight.shape[0] < MIN_MACS or not onednn_applies(x, weight, bias):
+    small = x.numel() * weight.shape[0] < MIN_MACS
+    if x.dim() < 2 or small or weight.stride(-1) != 1 or not onednn_applies(x, weight, bias):
         return F.linear(x, weight, bias)
     rows = x.reshape(-1, x.shape[-1])
     return _OneDNNLinear.apply(rows, weight, bias).view(*x.shape[:-1], weight.shape[0])
+
+
+@contextlib.contextmanager
+def column_major_weights(module: nn.Module) -> Iterator[None]:
+    """Inside, the module's 2-D float32 CPU parameters are stored column-major (the same values,
+    shapes and Parameter objects); leaving restores the row-major layout.
+
+    For decoding one sequence, where every product has one row, on the backend "onednn" (torch's
+    MKL on a non-Intel CPU): there MKL's matrix-vector product reads a row-major (out, in) weight
+    slower than the same weight stored column-major. A step's products, one thread, Zen 5, quiet
+    (bench/results/gpt_single_row.md): column-major 1.29x faster for GPT's micro preset (5 MB of
+    weights), 1.15x for mini (36 MB); for GPT-2 small (500 MB, read from memory) 1.01-1.08x in
+    three runs, not worth holding a second 500 MB: weights beyond COLUMN_MAJOR_MAX_BYTES stay as
+    they are (inside, both layouts are held). From two rows on, row-major wins at some sizes:
+    one row only.
+    """
+    moved = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
+    if backend() != "onednn" or sum(p.nbytes for p in moved) > COLUMN_MAJOR_MAX_BYTES:
+        yield
+        return
+    row_major = [p.data for p in moved]  # put back as they were: no second copy on the way out
+    for p in moved:
+        p.data = p.data.t().contiguous().t()
+    try:
+        yield
+    finally:
+        for p, data in zip(moved, row_major):
+            p.data = data
 
 
 class Linear(nn.Linear):

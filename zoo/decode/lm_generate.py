@@ -80,21 +80,27 @@ def generate(
         prompts = [prompt for prompt in prompts for _ in range(config.num_return_sequences)]
     stopping = Stopping(config.eos_id, config.stop_strings, decode)
     limits = new_token_limits([len(p) for p in prompts], config.max_new_tokens, model.max_len)
-    if config.cache_implementation == "static":
-        if not use_cache:
-            raise ValueError("cache_implementation 'static' needs use_cache")
-        # The whole context, so that every call with this batch size has the same shapes (one
-        # compiled graph); more when left padding pushes the last column past it.
-        length = max(model.max_len, max(len(p) for p in prompts) + max(limits))
-        state = StaticLMState(model, prompts, pad_id=_pad_id(config), length=length, compile=config.compile)
-    else:
-        state = LMState(model, prompts, pad_id=_pad_id(config), use_cache=use_cache)
-    if config.num_beams > 1:
-        outputs = beam_search_lm(state, config, stopping, limits)
-        for token in outputs[0] if on_token is not None else []:
-            on_token(token)
-        return outputs
-    return _one_per_row(state, config, stopping, limits, on_token)
+    with _state(model, prompts, config, limits, use_cache) as state:
+        if config.num_beams > 1:
+            outputs = beam_search_lm(state, config, stopping, limits)
+            for token in outputs[0] if on_token is not None else []:
+                on_token(token)
+            return outputs
+        return _one_per_row(state, config, stopping, limits, on_token)
+
+
+def _state(
+    model: CausalLM, prompts: list[list[int]], config: GenerationConfig, limits: list[int], use_cache: bool
+) -> LMState:
+    """The batch's decoding state: a static cache where the config asks for one."""
+    if config.cache_implementation != "static":
+        return LMState(model, prompts, pad_id=_pad_id(config), use_cache=use_cache)
+    if not use_cache:
+        raise ValueError("cache_implementation 'static' needs use_cache")
+    # The whole context, so that every call with this batch size has the same shapes (one
+    # compiled graph); more when left padding pushes the last column past it.
+    length = max(model.max_len, max(len(p) for p in prompts) + max(limits))
+    return StaticLMState(model, prompts, pad_id=_pad_id(config), length=length, compile=config.compile)
 
 
 def _pad_id(config: GenerationConfig) -> int:

@@ -6,19 +6,23 @@ the padding is hidden by a key mask and each row's positions count from its firs
 (Hugging Face's `position_ids = attention_mask.cumsum(-1) - 1`). The first forward (prefill)
 runs the whole prompts; with a cache, each later one runs only the newest id. Rows that finish
 leave the batch (`select`, which reorders the cache too), and beam search reorders and repeats
-rows the same way.
+rows the same way. Once a single row steps through the cache, the model's weights are stored
+column-major until the state closes (zoo.blocks.linear.column_major_weights: its products are
+matrix-vector products, faster over that layout); use the state as a context manager.
 
 Shape key: N rows, P padded prompt length, t ids generated, V vocabulary size, D model dim.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from zoo.blocks import CausalCache
+from zoo.blocks.linear import column_major_weights
 
 
 class CausalLM(Protocol):
@@ -74,6 +78,20 @@ class LMState:
         # (attention keeps its causal fast path).
         self.padded = bool((lengths != width).any())
         self.cache = model.new_cache() if use_cache else None
+        self._layout: contextlib.ExitStack | None = None  # the column-major weights, once entered
+
+    def __enter__(self) -> LMState:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._layout is not None:
+            self._layout.close()
+
+    def one_row_layout(self) -> None:
+        """Before a step through the cache: with one row left, the weights go column-major."""
+        if self._layout is None and self.tokens.shape[0] == 1:
+            self._layout = contextlib.ExitStack()
+            self._layout.enter_context(column_major_weights(self.model))
 
     @property
     def generated(self) -> Tensor:
@@ -83,6 +101,8 @@ class LMState:
     def next_logits(self) -> Tensor:
         """(N, V) float32 logits of every row's next id."""
         incremental = self.cache is not None and self.cache.offset > 0
+        if incremental:
+            self.one_row_layout()
         ids = self.tokens[:, -1:] if incremental else self.tokens
         positions = key_mask = None
         if self.padded:

@@ -64,6 +64,7 @@ class StaticLMState(LMState):
                 for tensor in self.cache.tensors():
                     torch._dynamo.mark_static_address(tensor)
             return logits
+        self.one_row_layout()
         positions = (self.lengths - 1).clamp(max=self.model.max_len - 1)[:, None]
         # A copy with the standard strides: the view's grow with the ids, and torch.compile guards
         # on strides (`contiguous()` keeps a one-row view's, which is contiguous already).

@@ -126,3 +126,45 @@ def test_flop_counter_sees_the_product(use):
     with FlopCounterMode(display=False) as counter:
         linear(x, weight, bias)
     assert calls == [] and counter.get_total_flops() == 2 * 32 * IN * OUT
+
+
+def test_a_column_major_weight_takes_f_linear_equal_to_row_major(use):
+    calls = use("onednn")
+    x, weight, bias = inputs(32)
+    column_major = weight.detach().t().contiguous().t()
+    out = linear(x, column_major, bias)
+    assert calls == []
+    torch.testing.assert_close(out, F.linear(x, weight, bias), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("inference", [False, True])
+def test_column_major_weights_keep_values_and_restore_a_trainable_layout(use, inference):
+    use("onednn")
+    model = nn.Sequential(nn.Embedding(10, IN), nn.LayerNorm(IN), Linear(IN, OUT))
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    params = dict(model.named_parameters())
+    x = torch.tensor([[3]])
+    with torch.inference_mode(inference), linear_module.column_major_weights(model):
+        for name, p in model.named_parameters():
+            assert p is params[name] and torch.equal(p, before[name])
+            assert p.dim() == 1 or p.stride() == (1, p.shape[0])
+        inside = model(x)
+    assert all(p.is_contiguous() and torch.equal(p, before[n]) for n, p in model.named_parameters())
+    torch.testing.assert_close(inside, model(x).detach(), rtol=1e-5, atol=1e-5)
+    model(x).sum().backward()  # an inference tensor left in a parameter would refuse this
+    assert model[2].weight.grad is not None
+
+
+def test_column_major_weights_change_nothing_on_backend_torch(use):
+    use("torch")
+    model = Linear(IN, OUT)
+    with linear_module.column_major_weights(model):
+        assert model.weight.is_contiguous()
+
+
+def test_column_major_weights_leave_weights_beyond_the_bound(use, monkeypatch):
+    use("onednn")
+    model = Linear(IN, OUT)
+    monkeypatch.setattr(linear_module, "COLUMN_MAJOR_MAX_BYTES", model.weight.nbytes - 1)
+    with linear_module.column_major_weights(model):
+        assert model.weight.is_contiguous()

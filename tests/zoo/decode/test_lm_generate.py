@@ -8,6 +8,7 @@ import pytest
 import torch
 from transformers import GPT2LMHeadModel
 
+from zoo.blocks.linear import backend
 from zoo.config import Invalid
 from zoo.convert.hf_gpt2 import hf_model_of
 from zoo.decode import GenerationConfig, generate
@@ -162,6 +163,24 @@ def test_batched_equals_alone_and_ended_rows_stay_ended(num_beams):
     ended = [row for row in together if len(row) < 12]
     assert ended and all(row[-1] == eos and eos not in row[:-1] for row in ended)
     assert any(len(row) == 12 for row in together)  # others went on after a row ended
+
+
+def test_one_row_steps_over_column_major_weights_and_gives_them_back(monkeypatch, request):
+    """zoo.blocks.linear.column_major_weights, as the state applies it: from the first step
+    through the cache while a single row is left, then the very row-major tensors again."""
+    monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
+    backend.cache_clear()
+    request.addfinalizer(backend.cache_clear)  # the backend the environment chooses, after
+    model, (prompt, other) = random_gpt(), random_prompts((4, 6))
+    weight = model.output_weight  # the token embeddings, (V, D)
+    address, values = weight.data_ptr(), weight.detach().clone()
+    strides: list[tuple[int, ...]] = []
+    config = GenerationConfig(max_new_tokens=6)
+    (alone,) = generate(model, [prompt], config, on_token=lambda _: strides.append(weight.stride()))
+    row_major, column_major = weight.shape[1:] + (1,), (1, weight.shape[0])
+    assert strides == [row_major] + [column_major] * 5  # the prompt's forward ran row-major
+    assert weight.data_ptr() == address and torch.equal(weight, values)
+    assert alone == generate(model, [prompt, other], config)[0]  # two rows: row-major throughout
 
 
 def test_sampling_is_seeded_and_top_k_one_is_greedy():
