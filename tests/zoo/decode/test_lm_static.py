@@ -57,6 +57,23 @@ def test_compiled_steps_trace_as_one_graph_without_recompiling(monkeypatch):
     dynamo.reset()
 
 
+def test_graphs_of_two_batch_shapes_each_serve_their_own(monkeypatch):
+    """After a state's first compiled step only the guards that tell cached graphs apart are
+    checked: with a graph for four rows and one for one row cached, each call still runs its
+    own (a wrong one would fail on the shapes or give other ids)."""
+
+    def eager_compiled(device):
+        return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
+
+    monkeypatch.setattr(lm_static, "compiled_step", eager_compiled)
+    dynamo.reset()
+    model, config = random_gpt(), GenerationConfig(max_new_tokens=8, compile=True, **STATIC)
+    batches = [random_prompts(), random_prompts((6,)), random_prompts((3, 7, 2, 5), seed=2)]
+    expected = [generate(model, prompts, GenerationConfig(max_new_tokens=8)) for prompts in batches]
+    assert [generate(model, prompts, config) for prompts in batches] == expected
+    dynamo.reset()
+
+
 @pytest.mark.parametrize(
     ("settings", "key"),
     [
