@@ -129,9 +129,9 @@ def column_major_weights(module: nn.Module) -> Iterator[None]:
     For decoding one sequence, where every product has one row, on the backend "onednn" (torch's
     MKL on a non-Intel CPU): there MKL's matrix-vector product reads a row-major (out, in) weight
     slower than the same weight stored column-major. A step's products, one thread, Zen 5, quiet
-    (bench/results/gpt_single_row.md): column-major 1.29x faster for GPT's micro preset (5 MB of
-    weights), 1.15x for mini (36 MB); for GPT-2 small (500 MB, read from memory) 1.01-1.08x in
-    three runs, not worth holding a second 500 MB: weights beyond COLUMN_MAJOR_MAX_BYTES stay as
+    (bench/results/gpt_single_row.md): column-major 1.20x faster for GPT's micro preset (5 MB of
+    weights), 1.43x for mini (36 MB); 1.01x for GPT-2 small (500 MB, read from memory in either
+    layout), not worth holding a second 500 MB: weights beyond COLUMN_MAJOR_MAX_BYTES stay as
     they are (inside, both layouts are held). From two rows on, row-major wins at some sizes:
     one row only.
     """
