@@ -41,6 +41,7 @@ from unittest.mock import patch
 
 import torch
 
+from bench.ct2_process import Remote
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.output import add_out_option
 from bench.tables import RATE, RATIO, Column
@@ -207,16 +208,15 @@ def step_products(zoo: GPT, rows: int) -> dict[str, Callable[[], torch.Tensor]]:
     return {"zoo_column_major": run(column_major), "row_major": run(weights)}
 
 
-def ct2_generator(zoo: GPT, folder: Path, threads: int):
-    """CTranslate2's fp32 Generator running `zoo`'s own weights (converted once into `folder`)."""
-    import ctranslate2
-
+def ct2_generator(zoo: GPT, folder: Path, threads: int) -> Remote:
+    """CTranslate2's fp32 Generator running `zoo`'s own weights (converted once into `folder`),
+    in a process of its own (bench.ct2_process)."""
     from zoo.convert.ctranslate2 import write_ctranslate2_gpt
 
     vocab = zoo.vocab_size
     if not (folder / "model.bin").exists():
         write_ctranslate2_gpt(zoo, [f"t{i}" for i in range(vocab)], folder, eot_id=vocab - 1)
-    return ctranslate2.Generator(str(folder), device="cpu", compute_type="float32", intra_threads=threads)
+    return Remote("Generator", str(folder), device="cpu", compute_type="float32", intra_threads=threads)
 
 
 def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: Path) -> list[dict]:

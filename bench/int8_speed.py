@@ -160,8 +160,7 @@ def trained_gpt(run: str) -> nn.Module:
 def gpt(run: str, repeats: int) -> tuple[list[dict], str]:
     """Prefill and decode tokens/s of the five engines at batch 1 and 8 (bench.gpt_speed's rows),
     and what ran."""
-    import ctranslate2
-
+    from bench.ct2_process import Remote
     from bench.gpt_speed import BATCHES, Preset, engines, random_prompts, rates
     from zoo.convert.ctranslate2 import write_ctranslate2_gpt
     from zoo.convert.hf_gpt2 import hf_model_of
@@ -175,7 +174,7 @@ def gpt(run: str, repeats: int) -> tuple[list[dict], str]:
         write_ctranslate2_gpt(model, [f"t{i}" for i in range(p.vocab)], folder, eot_id=p.vocab - 1)
         threads = torch.get_num_threads()
         ct2 = {
-            kind: ctranslate2.Generator(str(folder), device="cpu", compute_type=kind, intra_threads=threads)
+            kind: Remote("Generator", str(folder), device="cpu", compute_type=kind, intra_threads=threads)
             for kind in ("float32", "int8")
         }
         for batch in BATCHES:

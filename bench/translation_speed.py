@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
+from bench.ct2_process import Remote
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.output import add_out_option
 from bench.timing import cpu, cpu_model, hardware, interleaved_medians, synced
@@ -248,10 +249,11 @@ def training(p: Preset, threads: list[int], repeats: int) -> dict:
     return {"tokens": tokens, "threads": out}
 
 
-def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, threads: int, compute_type: str):
-    """CTranslate2 running `model`'s own weights (converted once into `folder`)."""
-    import ctranslate2
-
+def ct2_translator(
+    model: torch.nn.Module, pieces: list[str], folder: Path, threads: int, compute_type: str
+) -> Remote:
+    """CTranslate2 running `model`'s own weights (converted once into `folder`), in a process of
+    its own (bench.ct2_process)."""
     from zoo.convert.ctranslate2 import ctranslate2_spec
 
     if not (folder / "model.bin").exists():
@@ -260,8 +262,13 @@ def ct2_translator(model: torch.nn.Module, pieces: list[str], folder: Path, thre
         spec.optimize()
         folder.mkdir(parents=True)
         spec.save(str(folder))
-    return ctranslate2.Translator(
-        str(folder), device="cpu", compute_type=compute_type, intra_threads=threads, inter_threads=1
+    return Remote(
+        "Translator",
+        str(folder),
+        device="cpu",
+        compute_type=compute_type,
+        intra_threads=threads,
+        inter_threads=1,
     )
 
 
