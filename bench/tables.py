@@ -278,7 +278,7 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
         ),
     ),
     "translation_speed": Table(
-        ("translation_speed_2026-11-26_multi30k.json",),
+        ("translation_ct2_process_multi30k/translation_speed.json",),
         decoding,
         (
             Column("weights", "weights"),
