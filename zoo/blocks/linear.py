@@ -135,8 +135,10 @@ def column_major_weights(module: nn.Module) -> Iterator[None]:
     they are (inside, both layouts are held). From two rows on, row-major wins at some sizes:
     one row only.
     """
-    moved = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
-    if backend() != "onednn" or sum(p.nbytes for p in moved) > COLUMN_MAJOR_MAX_BYTES:
+    moved = []
+    if backend() == "onednn":
+        moved = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
+    if not moved or sum(p.nbytes for p in moved) > COLUMN_MAJOR_MAX_BYTES:
         yield
         return
     row_major = [p.data for p in moved]  # put back as they were: no second copy on the way out

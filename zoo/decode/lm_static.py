@@ -12,6 +12,7 @@ forward is the same design.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -70,13 +71,16 @@ class StaticLMState(LMState):
         # A copy with the standard strides: the view's grow with the ids, and torch.compile guards
         # on strides (`contiguous()` keeps a one-row view's, which is contiguous already).
         newest = self.tokens[:, -1:].clone(memory_format=torch.contiguous_format)
-        if not self.compiled or not self.guarded:
-            self.guarded = self.compiled
-            return self.step(self.model, newest, positions, self.cache)
-        # The first compiled step checked the guards and chose its graph; the later ones pass the
+        # The first compiled step checks the guards and chooses its graph; the later ones pass the
         # same model, shapes and buffers, so only what tells the cached graphs apart is checked
         # again (checking them all took ~0.3 ms a step for the mini preset, on one CPU thread).
-        with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
+        stance = (
+            torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)
+            if self.guarded
+            else contextlib.nullcontext()
+        )
+        self.guarded = self.compiled
+        with stance:
             return self.step(self.model, newest, positions, self.cache)
 
     def select(self, rows: Tensor) -> None:
