@@ -11,13 +11,12 @@ width. Forward alone, and forward + both gradients. Writes cpu_linear.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 import torch
 import torch.nn.functional as F
 
-from bench.output import add_out_option
+from bench.output import add_out_option, write_record
 from bench.tables import TABLES, markdown
 from bench.timing import cpu_model, interleaved_medians
 from zoo.blocks import linear as zoo_linear
@@ -95,9 +94,7 @@ def main() -> None:
         f" {args.repeats} interleaved rounds.\n",
         *markdown(result["rows"], list(TABLES["cpu_linear"].columns)),
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "cpu_linear.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "cpu_linear.md").write_text("\n".join(page) + "\n")
+    write_record(result, args.out, "cpu_linear", "\n".join(page) + "\n")
     print("\n".join(page))
 
 

@@ -12,7 +12,6 @@ through bench.ct2_process.Remote from such a process. Writes ct2_colocation.{jso
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.output import add_out_option
+from bench.output import add_out_option, write_record
+from bench.tables import RATE, Column, markdown
+from bench.timing import cpu_model, run_meta
 
 SETTINGS = {
     "alone": "CTranslate2 alone in its process",
@@ -86,22 +87,23 @@ def main() -> None:
             command += ["--repeats", str(args.repeats), "--child", setting, str(Path(tmp) / "ct2")]
             out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
             rows.append({"setting": what, "tokens_per_s": float(out.split()[-1])})
+    import ctranslate2
+
+    setup = {"threads": args.threads, "repeats": args.repeats}
     result = {
-        "command": f"python -m bench.ct2_colocation --threads {args.threads} --repeats {args.repeats}",
+        **run_meta("bench.ct2_colocation", "ctranslate2", ctranslate2.__version__, setup),
+        "cpu": cpu_model(),
         "load_average": os.getloadavg()[0],
         "rows": rows,
     }
     page = [
         "# CTranslate2 beside torch in one process\n",
-        f"`{result['command']}`: GPT mini, batch 1, 64 + 128 ids, greedy, {args.threads} intra threads; "
-        f"medians of {args.repeats}; load average {result['load_average']:.1f} at the end.\n",
-        "| setting | CTranslate2 tokens/s |",
-        "|---|---|",
-        *(f"| {row['setting']} | {row['tokens_per_s']:,.0f} |" for row in rows),
+        f"`{result['command']}` on {result['cpu']} ({result['hardware']}), torch {result['torch']}, "
+        f"ctranslate2 {result['ctranslate2']}: GPT mini, batch 1, 64 + 128 ids, greedy, {args.threads} intra "
+        f"threads; medians of {args.repeats}; load average {result['load_average']:.1f} at the end.\n",
+        *markdown(rows, [Column("setting", "setting"), Column("CTranslate2 tokens/s", "tokens_per_s", RATE)]),
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ct2_colocation.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "ct2_colocation.md").write_text("\n".join(page) + "\n")
+    write_record(result, args.out, "ct2_colocation", "\n".join(page) + "\n")
     print("\n".join(page))
 
 

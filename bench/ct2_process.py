@@ -2,9 +2,10 @@
 
 torch and CTranslate2 each bring their own OpenMP runtime (two copies of libgomp). In one process,
 once torch has run a parallel operation, the two thread pools fight over the cores: on this 2-core
-machine CTranslate2 with 2 intra threads decoded GPT mini at batch 1 at 226 tokens/s, against 791
-alone, 825 with torch imported but idle, and 796 through `Remote` from a process where torch had
-run (`python -m bench.ct2_colocation`: bench/results/ct2_colocation.md). At one thread neither
+machine CTranslate2 with 2 intra threads decoded GPT mini at batch 1 at 279 tokens/s, against
+1,268 alone, 1,248 with torch imported but idle, and 1,166 through `Remote` from a process where
+torch had run (`python -m bench.ct2_colocation`: bench/results/ct2_colocation.md; an earlier run
+of the same command: 226 against 791, 825 and 796). At one thread neither
 pool has workers. So the benches drive CTranslate2 through `Remote`: a child process (`python -m
 bench.ct2_process`, which imports ctranslate2 and never torch) that holds the model and answers
 method calls over a pipe. A call costs a pipe round trip and the pickling of its arguments and

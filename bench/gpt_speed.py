@@ -200,7 +200,9 @@ def step_products(zoo: GPT, rows: int) -> dict[str, Callable[[], torch.Tensor]]:
 
     def run(layout: list[torch.Tensor]) -> Callable[[], torch.Tensor]:
         def step() -> torch.Tensor:
-            return [linear(inputs[weight.shape[1]], weight) for weight in layout][-1]
+            for weight in layout:  # each product freed as the next is made, as in a step
+                out = linear(inputs[weight.shape[1]], weight)
+            return out
 
         return step
 

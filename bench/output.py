@@ -23,11 +23,16 @@ def add_out_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def write_study(record: dict[str, Any], out: Path, name: str, text: str, draw: Callable[[Path], Any]) -> None:
-    """A study's files in `out`: NAME.json (the record), NAME.md (`text`) and NAME.png, which
-    `draw(path)` draws (it returns False when there is nothing to draw yet)."""
+def write_record(record: dict[str, Any], out: Path, name: str, text: str) -> None:
+    """A benchmark's files in `out`: NAME.json (the record) and NAME.md (`text`)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
     (out / f"{name}.md").write_text(text)
+
+
+def write_study(record: dict[str, Any], out: Path, name: str, text: str, draw: Callable[[Path], Any]) -> None:
+    """A study's files in `out`: NAME.json (the record), NAME.md (`text`) and NAME.png, which
+    `draw(path)` draws (it returns False when there is nothing to draw yet)."""
+    write_record(record, out, name, text)
     drawn = draw(out / f"{name}.png") is not False
     print(f"wrote {out / name}.json, .md{', .png' if drawn else ' (nothing measured yet: no figure)'}")
