@@ -2,6 +2,7 @@
 
     python -m bench.gpu [--only vit,bert,bert512,translation,decode] [--repeats 10] [--compile]
         [--no-compile-peers] [--sizes recipe|realistic] [--precisions fp32,bf16] [--profile]
+        [--sdpa cudnn|flash|efficient|math]
 
 The training benches of the CPU (bench.vit_speed, bench.bert_speed, bench.translation_speed
 --train) at GPU-sized presets: ViT-B/16 at 224 px against timm, BERT-base at 128 and 512 tokens
@@ -21,13 +22,15 @@ its median time and the device's dense peak: the datasheet's (H100/H200 SXM: 989
 bf16, 67 TFLOP/s fp32 without TF32) beside the ceiling measured here (an 8192^3 product).
 Writes bench/results/gpu_<device>[_realistic].{json,md} (after each bench, so a time limit keeps
 what was measured); `--profile` adds torch.profiler tables of each bench's bf16 steps
-(gpu_[realistic_]<bench>_profile.txt).
+(gpu_[realistic_]<bench>_profile.txt). `--sdpa` confines every contender's attention (eager and
+compiled, peers too) to one of torch's SDPA kernels, written as a suffix of the files' names.
 The figures of the one GPU session so far, and what they mean: bench/results/gpu.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import re
@@ -36,12 +39,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from bench.output import add_out_option
 from bench.timing import interleaved_medians, run_meta
 
 PRECISIONS = ("fp32", "bf16")
+SDPA = {
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "math": SDPBackend.MATH,
+}
 # Dense (no sparsity) datasheet peaks, FLOP/s; fp32 is the non-tensor-core rate that torch's
 # default matmul precision ("highest", no TF32) runs at.
 DATASHEET = {"H100": {"bf16": 989.4e12, "fp32": 66.9e12}, "H200": {"bf16": 989.4e12, "fp32": 66.9e12}}
@@ -439,6 +449,9 @@ def main() -> None:
         help="write torch.profiler tables (bf16 training steps, compiled ones too; fp32 beam "
         "search) to gpu_[realistic_]<bench>_profile.txt",
     )
+    parser.add_argument(
+        "--sdpa", choices=sorted(SDPA), default="", help="one SDPA kernel for every contender"
+    )
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench.gpu needs a CUDA device")
@@ -452,11 +465,23 @@ def main() -> None:
         datasheet_peak=datasheet_peak(),
         measured_ceiling=measured_ceiling(),
     )
-    suffix = "" if args.sizes == "recipe" else f"_{args.sizes}"
+    suffix = ("" if args.sizes == "recipe" else f"_{args.sizes}") + (
+        f"_sdpa_{args.sdpa}" if args.sdpa else ""
+    )
+    result["sdpa"] = args.sdpa or "torch's choice"
     chip = re.sub(r"[^A-Za-z0-9]+", "_", result["hardware"]).strip("_").lower()
     stem = Path(args.out) / f"gpu_{chip}{suffix}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     precisions = tuple(args.precisions.split(","))
+    # Set for the whole run: torch.compile picks the attention kernel when it traces.
+    with sdpa_kernel([SDPA[args.sdpa]]) if args.sdpa else contextlib.nullcontext():
+        run_benches(args, device, result, stem, suffix, precisions)
+
+
+def run_benches(
+    args: argparse.Namespace, device: torch.device, result: dict, stem: Path, suffix: str, precisions
+) -> None:
+    """Each bench of --only in turn, the result written after each."""
     for what in args.only.split(","):
         profile = stem.parent / f"gpu{suffix}_{what}_profile.txt" if args.profile else None
         start = time.perf_counter()
