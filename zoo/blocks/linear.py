@@ -18,9 +18,9 @@ three products (forward, input gradient, weight gradient) through oneDNN when:
 Everything else takes `F.linear`. The results equal `F.linear`'s to float32 rounding (the sums run
 in another order), and the state dict is nn.Linear's.
 
-One row against a weight is a matrix-vector product, and there MKL's generic code is slow on the
-row-major (out, in) layout: `column_major_weights` stores a model's weights column-major (same
-values and shapes) while one sequence is decoded.
+One row against a weight is a matrix-vector product, and there MKL's generic code is slow:
+`single_row_weights` readies a model for decoding one sequence (its weights stored column-major,
+or its products split into one batched call, by the model's size).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,8 +42,12 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 # against 46; one row against GPT's 8,192 x 192 output projection: 215 against 394).
 MIN_MACS = 1 << 20
 BACKENDS = ("onednn", "torch")
-# Past this (a 32 MB L3 here), single-row products are bound by memory in either layout.
-COLUMN_MAJOR_MAX_BYTES = 64 << 20
+# This machine's last-level cache (32 MB of L3): a model's weights up to this size stay cached
+# from one decoding step to the next, larger ones stream from memory every step.
+CACHE_BYTES = 32 << 20
+# ids of the weights whose one-row products are split (`single_row_weights`), with how many open
+# contexts asked for each.
+_SPLIT: Counter[int] = Counter()
 
 
 def _cpu_vendor() -> str:
@@ -112,8 +117,35 @@ def matmul_nt(a: Tensor, b: Tensor) -> Tensor:
     return _product(a, b) if onednn_applies(a, b) else a @ b.T
 
 
+@functools.cache
+def split_parts(rows: int) -> int:
+    """How many equal parts `split_product` cuts a weight of `rows` output rows into: the smallest
+    divisor from 2 (GPT-2's 50,257-piece vocabulary: 29 parts), 0 when none up to 64 divides it."""
+    return next((k for k in range(2, 65) if rows % k == 0), 0)
+
+
+def split_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """F.linear for one row as equal parts of the weight's rows in one batched call: MKL's batched
+    product streams a weight from memory faster than its matrix-vector product, and shares the
+    parts among threads. The row goes in as an (in, 1) column: as a (1, in, 1) view MKL takes a
+    slow path."""
+    parts = weight.view(split_parts(weight.shape[0]), -1, weight.shape[1])
+    column = x.reshape(1, -1).t().expand(parts.shape[0], -1, -1)
+    out = torch.bmm(parts, column).view(*x.shape[:-1], weight.shape[0])
+    return out if bias is None else out + bias
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`F.linear(x, weight, bias)`, on oneDNN where the module docstring says."""
+    # Compiling first: torch.compile then never reads (and guards on) the module's _SPLIT.
+    if (
+        not torch.compiler.is_compiling()
+        and _SPLIT
+        and x.numel() == x.shape[-1]
+        and id(weight) in _SPLIT
+        and onednn_applies(x, weight, bias)
+    ):
+        return split_product(x, weight, bias)
     small = x.numel() * weight.shape[0] < MIN_MACS
     if x.dim() < 2 or small or weight.stride(-1) != 1 or not onednn_applies(x, weight, bias):
         return F.linear(x, weight, bias)
@@ -122,33 +154,54 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 @contextlib.contextmanager
-def column_major_weights(module: nn.Module) -> Iterator[None]:
-    """Inside, the module's 2-D float32 CPU parameters are stored column-major (the same values,
-    shapes and Parameter objects); leaving restores the row-major layout.
+def single_row_weights(module: nn.Module) -> Iterator[None]:
+    """Inside, the module's one-row products run faster (the same values, shapes and Parameter
+    objects, and results equal to float32 rounding); leaving puts everything back.
 
     For decoding one sequence, where every product has one row, on the backend "onednn" (torch's
-    MKL on a non-Intel CPU): there MKL's matrix-vector product reads a row-major (out, in) weight
-    slower than the same weight stored column-major. A step's products, one thread, Zen 5, quiet
-    (bench/results/gpt_single_row.md): column-major 1.20x faster for GPT's micro preset (5 MB of
-    weights), 1.43x for mini (36 MB); 1.01x for GPT-2 small (500 MB, read from memory in either
-    layout), not worth holding a second 500 MB: weights beyond COLUMN_MAJOR_MAX_BYTES stay as
-    they are (inside, both layouts are held). From two rows on, row-major wins at some sizes:
-    one row only.
+    MKL on a non-Intel CPU), whose matrix-vector product is slow on nn.Linear's row-major
+    (out, in) weights. A step's products, each weight once, Zen 5 (bench/results/gpt_split.md):
+    - weights that stay in the cache between steps (up to CACHE_BYTES in all) are stored
+      column-major, which MKL reads faster (GPT micro, 5 MB: 1.20x the row-major step);
+    - larger ones, streamed from memory every step, keep their layout and their products are
+      split into one batched call (`split_product`): GPT mini (36 MB) 1.7x the row-major step
+      at one thread, 2.3x at two; GPT-2 small (500 MB) 1.3x. Column-major, there, 1.2-1.4x.
+    From two or more rows on, row-major wins at some sizes: one row only.
     """
-    moved = []
+    weights = []
     if backend() == "onednn":
-        moved = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
-    if not moved or sum(p.nbytes for p in moved) > COLUMN_MAJOR_MAX_BYTES:
+        weights = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
+    if sum(p.nbytes for p in weights) > CACHE_BYTES:
+        context = _split([p for p in weights if split_parts(p.shape[0])])
+    else:
+        context = _column_major(weights)
+    with context:
         yield
-        return
-    row_major = [p.data for p in moved]  # put back as they were: no second copy on the way out
-    for p in moved:
+
+
+@contextlib.contextmanager
+def _column_major(weights: list[nn.Parameter]) -> Iterator[None]:
+    row_major = [p.data for p in weights]  # put back as they were: no second copy on the way out
+    for p in weights:
         p.data = p.data.t().contiguous().t()
     try:
         yield
     finally:
-        for p, data in zip(moved, row_major):
+        for p, data in zip(weights, row_major):
             p.data = data
+
+
+@contextlib.contextmanager
+def _split(weights: list[nn.Parameter]) -> Iterator[None]:
+    ids = Counter(id(p) for p in weights)
+    _SPLIT.update(ids)
+    try:
+        yield
+    finally:
+        _SPLIT.subtract(ids)
+        for key in ids:
+            if _SPLIT[key] <= 0:
+                del _SPLIT[key]
 
 
 class Linear(nn.Linear):

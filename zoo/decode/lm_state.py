@@ -6,9 +6,10 @@ the padding is hidden by a key mask and each row's positions count from its firs
 (Hugging Face's `position_ids = attention_mask.cumsum(-1) - 1`). The first forward (prefill)
 runs the whole prompts; with a cache, each later one runs only the newest id. Rows that finish
 leave the batch (`select`, which reorders the cache too), and beam search reorders and repeats
-rows the same way. Once a single row steps through the cache, the model's weights are stored
-column-major until the state closes (zoo.blocks.linear.column_major_weights: its products are
-matrix-vector products, faster over that layout); use the state as a context manager.
+rows the same way. Once a single row steps through the cache, the model's products are readied
+for one row until the state closes (zoo.blocks.linear.single_row_weights: matrix-vector
+products, faster over column-major weights or halved into one batched call); use the state as a
+context manager.
 
 Shape key: N rows, P padded prompt length, t ids generated, V vocabulary size, D model dim.
 """
@@ -22,7 +23,7 @@ import torch
 from torch import Tensor
 
 from zoo.blocks import CausalCache
-from zoo.blocks.linear import column_major_weights
+from zoo.blocks.linear import single_row_weights
 
 
 class CausalLM(Protocol):
@@ -78,7 +79,7 @@ class LMState:
         # (attention keeps its causal fast path).
         self.padded = bool((lengths != width).any())
         self.cache = model.new_cache() if use_cache else None
-        self._layout: contextlib.ExitStack | None = None  # the column-major weights, once entered
+        self._layout: contextlib.ExitStack | None = None  # single_row_weights, once entered
 
     def __enter__(self) -> LMState:
         return self
@@ -88,10 +89,10 @@ class LMState:
             self._layout.close()
 
     def one_row_layout(self) -> None:
-        """Before a step through the cache: with one row left, the weights go column-major."""
+        """Before a step through the cache: with one row left, the products are readied for it."""
         if self._layout is None and self.tokens.shape[0] == 1:
             self._layout = contextlib.ExitStack()
-            self._layout.enter_context(column_major_weights(self.model))
+            self._layout.enter_context(single_row_weights(self.model))
 
     @property
     def generated(self) -> Tensor:

@@ -138,13 +138,13 @@ def test_a_column_major_weight_takes_f_linear_equal_to_row_major(use):
 
 
 @pytest.mark.parametrize("inference", [False, True])
-def test_column_major_weights_keep_values_and_restore_a_trainable_layout(use, inference):
+def test_single_row_weights_of_a_cached_size_go_column_major_and_come_back_trainable(use, inference):
     use("onednn")
     model = nn.Sequential(nn.Embedding(10, IN), nn.LayerNorm(IN), Linear(IN, OUT))
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     params = dict(model.named_parameters())
     x = torch.tensor([[3]])
-    with torch.inference_mode(inference), linear_module.column_major_weights(model):
+    with torch.inference_mode(inference), linear_module.single_row_weights(model):
         for name, p in model.named_parameters():
             assert p is params[name] and torch.equal(p, before[name])
             assert p.dim() == 1 or p.stride() == (1, p.shape[0])
@@ -155,16 +155,49 @@ def test_column_major_weights_keep_values_and_restore_a_trainable_layout(use, in
     assert model[2].weight.grad is not None
 
 
-def test_column_major_weights_change_nothing_on_backend_torch(use):
+def test_single_row_weights_change_nothing_on_backend_torch(use):
     use("torch")
     model = Linear(IN, OUT)
-    with linear_module.column_major_weights(model):
-        assert model.weight.is_contiguous()
+    with linear_module.single_row_weights(model):
+        assert model.weight.is_contiguous() and not linear_module._SPLIT
 
 
-def test_column_major_weights_leave_weights_beyond_the_bound(use, monkeypatch):
+def test_single_row_weights_beyond_the_cache_split_one_row_products_in_place(use, monkeypatch):
+    """Past CACHE_BYTES the layout stays row-major and a one-row product is equal parts in one
+    batched call, equal to F.linear; more rows, a prime count of outputs, or leaving the
+    context take the usual paths."""
     use("onednn")
-    model = Linear(IN, OUT)
-    monkeypatch.setattr(linear_module, "COLUMN_MAJOR_MAX_BYTES", model.weight.nbytes - 1)
-    with linear_module.column_major_weights(model):
+    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    split = []
+    product = linear_module.split_product
+    monkeypatch.setattr(linear_module, "split_product", lambda *a: split.append(1) or product(*a))
+    model, prime = Linear(IN, OUT), Linear(IN, 67)
+    x = torch.randn(1, 1, IN)
+    with torch.no_grad(), linear_module.single_row_weights(nn.Sequential(model, prime)):
         assert model.weight.is_contiguous()
+        torch.testing.assert_close(model(x), F.linear(x, model.weight, model.bias), rtol=1e-5, atol=1e-5)
+        assert split == [1]
+        model(torch.randn(2, IN)), prime(x)
+        assert split == [1]
+    model(x)
+    assert split == [1] and not linear_module._SPLIT
+
+
+def test_nested_single_row_weights_keep_splitting_until_the_last_leaves(use, monkeypatch):
+    use("onednn")
+    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    model = Linear(IN, OUT)
+    with linear_module.single_row_weights(model):
+        with linear_module.single_row_weights(model):
+            pass
+        assert id(model.weight) in linear_module._SPLIT
+    assert not linear_module._SPLIT
+
+
+@pytest.mark.parametrize("rows, parts", [(512, 2), (50257, 29), (51, 3), (67, 0)])
+def test_split_product_cuts_rows_into_equal_parts_and_equals_f_linear(rows, parts):
+    assert linear_module.split_parts(rows) == parts
+    if parts:
+        x, weight, bias = torch.randn(1, IN), torch.randn(rows, IN), torch.randn(rows)
+        got = linear_module.split_product(x, weight, bias)
+        torch.testing.assert_close(got, F.linear(x, weight, bias), rtol=1e-5, atol=1e-4)

@@ -8,6 +8,7 @@ import pytest
 import torch
 from transformers import GPT2LMHeadModel
 
+from zoo.blocks import linear as linear_module
 from zoo.blocks.linear import backend
 from zoo.config import Invalid
 from zoo.convert.hf_gpt2 import hf_model_of
@@ -166,8 +167,9 @@ def test_batched_equals_alone_and_ended_rows_stay_ended(num_beams):
 
 
 def test_one_row_steps_over_column_major_weights_and_gives_them_back(monkeypatch, request):
-    """zoo.blocks.linear.column_major_weights, as the state applies it: from the first step
-    through the cache while a single row is left, then the very row-major tensors again."""
+    """zoo.blocks.linear.single_row_weights on a model that fits the cache, as the state applies
+    it: column-major from the first step through the cache while a single row is left, then the
+    very row-major tensors again."""
     monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
     backend.cache_clear()
     request.addfinalizer(backend.cache_clear)  # the backend the environment chooses, after
@@ -181,6 +183,27 @@ def test_one_row_steps_over_column_major_weights_and_gives_them_back(monkeypatch
     assert strides == [row_major] + [column_major] * 5  # the prompt's forward ran row-major
     assert weight.data_ptr() == address and torch.equal(weight, values)
     assert alone == generate(model, [prompt, other], config)[0]  # two rows: row-major throughout
+
+
+def test_one_row_steps_split_the_products_of_a_model_beyond_the_cache(monkeypatch, request):
+    """single_row_weights on a model larger than the cache: the steps after the prompt's split
+    their products over the row-major weights; the ids are those of the batch."""
+    monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
+    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    backend.cache_clear()
+    request.addfinalizer(backend.cache_clear)
+    model, (prompt, other) = random_gpt(), random_prompts((4, 6))
+    weight = next(m.weight for m in model.modules() if isinstance(m, torch.nn.Linear))
+    seen: list[tuple[bool, bool]] = []
+    config = GenerationConfig(max_new_tokens=6)
+    (alone,) = generate(
+        model,
+        [prompt],
+        config,
+        on_token=lambda _: seen.append((id(weight) in linear_module._SPLIT, weight.is_contiguous())),
+    )
+    assert seen == [(False, True)] + [(True, True)] * 5 and not linear_module._SPLIT
+    assert alone == generate(model, [prompt, other], config)[0]
 
 
 def test_sampling_is_seeded_and_top_k_one_is_greedy():
