@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,9 +44,8 @@ BACKENDS = ("onednn", "torch")
 # This machine's last-level cache (32 MB of L3): a model's weights up to this size stay cached
 # from one decoding step to the next, larger ones stream from memory every step.
 CACHE_BYTES = 32 << 20
-# ids of the weights whose one-row products are split (`single_row_weights`), with how many open
-# contexts asked for each.
-_SPLIT: Counter[int] = Counter()
+# How many `single_row_weights` contexts that split one-row products are open.
+_split_contexts = 0
 
 
 def _cpu_vendor() -> str:
@@ -117,11 +115,25 @@ def matmul_nt(a: Tensor, b: Tensor) -> Tensor:
     return _product(a, b) if onednn_applies(a, b) else a @ b.T
 
 
-@functools.cache
 def split_parts(rows: int) -> int:
     """How many equal parts `split_product` cuts a weight of `rows` output rows into: the smallest
-    divisor from 2 (GPT-2's 50,257-piece vocabulary: 29 parts), 0 when none up to 64 divides it."""
+    divisor from 2 (GPT-2's 50,257-piece vocabulary: 29 parts), 0 when none up to 64 divides it.
+    A plain loop: torch.compile traces it for each weight's constant row count."""
     return next((k for k in range(2, 65) if rows % k == 0), 0)
+
+
+def _split_applies(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
+    """Whether a product inside an open splitting context is split: one row of plain float32 CPU
+    tensors, a row-major weight whose rows divide, no autocast; under torch.compile too (the
+    batched product it traces stays MKL's), not under tracing or dispatch modes."""
+    return (
+        x.numel() == x.shape[-1]
+        and all(t is None or (t.dtype == torch.float32 and t.device.type == "cpu") for t in (x, weight, bias))
+        and weight.is_contiguous()
+        and not torch.is_autocast_enabled("cpu")
+        and (torch.compiler.is_compiling() or not (_get_current_dispatch_mode() or torch.jit.is_tracing()))
+        and split_parts(weight.shape[0]) > 0
+    )
 
 
 def split_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -137,14 +149,7 @@ def split_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tens
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`F.linear(x, weight, bias)`, on oneDNN where the module docstring says."""
-    # Compiling first: torch.compile then never reads (and guards on) the module's _SPLIT.
-    if (
-        not torch.compiler.is_compiling()
-        and _SPLIT
-        and x.numel() == x.shape[-1]
-        and id(weight) in _SPLIT
-        and onednn_applies(x, weight, bias)
-    ):
+    if _split_contexts and _split_applies(x, weight, bias):
         return split_product(x, weight, bias)
     small = x.numel() * weight.shape[0] < MIN_MACS
     if x.dim() < 2 or small or weight.stride(-1) != 1 or not onednn_applies(x, weight, bias):
@@ -162,17 +167,19 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
     MKL on a non-Intel CPU), whose matrix-vector product is slow on nn.Linear's row-major
     (out, in) weights. A step's products, each weight once, Zen 5 (bench/results/gpt_split.md):
     - weights that stay in the cache between steps (up to CACHE_BYTES in all) are stored
-      column-major, which MKL reads faster (GPT micro, 5 MB: 1.20x the row-major step);
-    - larger ones, streamed from memory every step, keep their layout and their products are
-      split into one batched call (`split_product`): GPT mini (36 MB) 1.7x the row-major step
-      at one thread, 2.3x at two; GPT-2 small (500 MB) 1.3x. Column-major, there, 1.2-1.4x.
+      column-major, which MKL reads faster (GPT micro, 5 MB: 1.17x the row-major step; split,
+      0.69x);
+    - larger ones, streamed from memory every step, keep their layout, and every one-row
+      product while the context is open is split into one batched call (`split_product`), under
+      torch.compile too: GPT mini (36 MB) 1.63x the row-major step at one thread and 2.10x
+      at two, GPT-2 small (500 MB) 1.36x / 1.27x; column-major there 0.75x-1.37x.
     From two or more rows on, row-major wins at some sizes: one row only.
     """
     weights = []
     if backend() == "onednn":
         weights = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
     if sum(p.nbytes for p in weights) > CACHE_BYTES:
-        context = _split([p for p in weights if split_parts(p.shape[0])])
+        context = _split()
     else:
         context = _column_major(weights)
     with context:
@@ -192,16 +199,13 @@ def _column_major(weights: list[nn.Parameter]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _split(weights: list[nn.Parameter]) -> Iterator[None]:
-    ids = Counter(id(p) for p in weights)
-    _SPLIT.update(ids)
+def _split() -> Iterator[None]:
+    global _split_contexts
+    _split_contexts += 1
     try:
         yield
     finally:
-        _SPLIT.subtract(ids)
-        for key in ids:
-            if _SPLIT[key] <= 0:
-                del _SPLIT[key]
+        _split_contexts -= 1
 
 
 class Linear(nn.Linear):

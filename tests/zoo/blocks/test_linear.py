@@ -159,7 +159,7 @@ def test_single_row_weights_change_nothing_on_backend_torch(use):
     use("torch")
     model = Linear(IN, OUT)
     with linear_module.single_row_weights(model):
-        assert model.weight.is_contiguous() and not linear_module._SPLIT
+        assert model.weight.is_contiguous() and not linear_module._split_contexts
 
 
 def test_single_row_weights_beyond_the_cache_split_one_row_products_in_place(use, monkeypatch):
@@ -180,7 +180,7 @@ def test_single_row_weights_beyond_the_cache_split_one_row_products_in_place(use
         model(torch.randn(2, IN)), prime(x)
         assert split == [1]
     model(x)
-    assert split == [1] and not linear_module._SPLIT
+    assert split == [1] and not linear_module._split_contexts
 
 
 def test_nested_single_row_weights_keep_splitting_until_the_last_leaves(use, monkeypatch):
@@ -190,8 +190,8 @@ def test_nested_single_row_weights_keep_splitting_until_the_last_leaves(use, mon
     with linear_module.single_row_weights(model):
         with linear_module.single_row_weights(model):
             pass
-        assert id(model.weight) in linear_module._SPLIT
-    assert not linear_module._SPLIT
+        assert linear_module._split_contexts == 1
+    assert not linear_module._split_contexts
 
 
 @pytest.mark.parametrize("rows, parts", [(512, 2), (50257, 29), (51, 3), (67, 0)])

@@ -8,6 +8,8 @@ import torch
 import torch._dynamo as dynamo
 
 from tests.zoo.decode.test_lm_generate import CONFIGS, eos_choices, random_gpt, random_prompts
+from zoo.blocks import linear as linear_module
+from zoo.blocks.linear import backend
 from zoo.config import Invalid
 from zoo.decode import GenerationConfig, generate, lm_static
 
@@ -55,6 +57,31 @@ def test_compiled_steps_trace_as_one_graph_without_recompiling(monkeypatch):
             compiled = generate(model, prompts, GenerationConfig(max_new_tokens=8, compile=True, **STATIC))
         assert compiled == expected
     dynamo.reset()
+
+
+def test_one_row_compiled_steps_trace_the_split_products(monkeypatch, request):
+    """A model beyond the cache decodes one row with its products split (zoo.blocks.linear),
+    also in the compiled step: one graph, the same ids."""
+    monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
+    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    backend.cache_clear()
+    request.addfinalizer(backend.cache_clear)
+    traced = []
+    split = linear_module.split_product
+    monkeypatch.setattr(linear_module, "split_product", lambda *a: traced.append(1) or split(*a))
+    monkeypatch.setattr(
+        lm_static,
+        "compiled_step",
+        lambda device: torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager"),
+    )
+    model, prompts = random_gpt(), random_prompts((6,))
+    expected = generate(model, prompts, GenerationConfig(max_new_tokens=8))
+    dynamo.reset()
+    traced.clear()
+    with dynamo.config.patch(error_on_recompile=True):
+        compiled = generate(model, prompts, GenerationConfig(max_new_tokens=8, compile=True, **STATIC))
+    dynamo.reset()
+    assert compiled == expected and traced
 
 
 def test_graphs_of_two_batch_shapes_each_serve_their_own(monkeypatch):
