@@ -41,9 +41,10 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 # against 46; one row against GPT's 8,192 x 192 output projection: 215 against 394).
 MIN_MACS = 1 << 20
 BACKENDS = ("onednn", "torch")
-# This machine's last-level cache (32 MB of L3): a model's weights up to this size stay cached
-# from one decoding step to the next, larger ones stream from memory every step.
-CACHE_BYTES = 32 << 20
+# The last-level cache assumed where the CPU's cannot be read (this project's machine: 32 MB of L3).
+DEFAULT_CACHE_BYTES = 32 << 20
+CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # How many `single_row_weights` contexts that split one-row products are open.
 _split_contexts = 0
 
@@ -54,6 +55,21 @@ def _cpu_vendor() -> str:
     except OSError:
         return ""
     return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("vendor_id")), "")
+
+
+@functools.cache
+def cache_bytes(caches: Path = CPU_CACHES) -> int:
+    """The CPU's last-level cache in bytes, from Linux's sysfs (`caches`: cpu0's cache folder):
+    a model's weights up to this size stay cached from one decoding step to the next, larger ones
+    stream from memory every step. DEFAULT_CACHE_BYTES where it cannot be read."""
+    sizes = {}
+    for index in caches.glob("index*"):
+        try:
+            level, size = (index / "level").read_text().strip(), (index / "size").read_text().strip()
+            sizes[int(level)] = int(size[:-1]) * _UNITS[size[-1]] if size[-1] in _UNITS else int(size)
+        except (OSError, ValueError):
+            continue
+    return sizes[max(sizes)] if sizes else DEFAULT_CACHE_BYTES
 
 
 @functools.cache
@@ -166,7 +182,7 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
     For decoding one sequence, where every product has one row, on the backend "onednn" (torch's
     MKL on a non-Intel CPU), whose matrix-vector product is slow on nn.Linear's row-major
     (out, in) weights. A step's products, each weight once, Zen 5 (bench/results/gpt_split.md):
-    - weights that stay in the cache between steps (up to CACHE_BYTES in all) are stored
+    - weights that stay in the cache between steps (up to `cache_bytes()` in all) are stored
       column-major, which MKL reads faster (GPT micro, 5 MB: 1.17x the row-major step; split,
       0.69x);
     - larger ones, streamed from memory every step, keep their layout, and every one-row
@@ -178,7 +194,7 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
     weights = []
     if backend() == "onednn":
         weights = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
-    if sum(p.nbytes for p in weights) > CACHE_BYTES:
+    if sum(p.nbytes for p in weights) > cache_bytes():
         context = _split()
     else:
         context = _column_major(weights)

@@ -8,7 +8,7 @@ runs the whole prompts; with a cache, each later one runs only the newest id. Ro
 leave the batch (`select`, which reorders the cache too), and beam search reorders and repeats
 rows the same way. Once a single row steps through the cache, the model's products are readied
 for one row until the state closes (zoo.blocks.linear.single_row_weights: matrix-vector
-products, faster over column-major weights or halved into one batched call); use the state as a
+products, faster over column-major weights or split into one batched call); use the state as a
 context manager.
 
 Shape key: N rows, P padded prompt length, t ids generated, V vocabulary size, D model dim.

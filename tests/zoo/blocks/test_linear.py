@@ -163,11 +163,11 @@ def test_single_row_weights_change_nothing_on_backend_torch(use):
 
 
 def test_single_row_weights_beyond_the_cache_split_one_row_products_in_place(use, monkeypatch):
-    """Past CACHE_BYTES the layout stays row-major and a one-row product is equal parts in one
+    """Past the cache's size the layout stays row-major and a one-row product is equal parts in one
     batched call, equal to F.linear; more rows, a prime count of outputs, or leaving the
     context take the usual paths."""
     use("onednn")
-    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    monkeypatch.setattr(linear_module, "cache_bytes", lambda: 0)
     split = []
     product = linear_module.split_product
     monkeypatch.setattr(linear_module, "split_product", lambda *a: split.append(1) or product(*a))
@@ -185,7 +185,7 @@ def test_single_row_weights_beyond_the_cache_split_one_row_products_in_place(use
 
 def test_nested_single_row_weights_keep_splitting_until_the_last_leaves(use, monkeypatch):
     use("onednn")
-    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    monkeypatch.setattr(linear_module, "cache_bytes", lambda: 0)
     model = Linear(IN, OUT)
     with linear_module.single_row_weights(model):
         with linear_module.single_row_weights(model):
@@ -201,3 +201,18 @@ def test_split_product_cuts_rows_into_equal_parts_and_equals_f_linear(rows, part
         x, weight, bias = torch.randn(1, IN), torch.randn(rows, IN), torch.randn(rows)
         got = linear_module.split_product(x, weight, bias)
         torch.testing.assert_close(got, F.linear(x, weight, bias), rtol=1e-5, atol=1e-4)
+
+
+def test_cache_bytes_reads_the_last_level_from_sysfs_else_assumes_the_default(tmp_path):
+    for index, (level, size) in enumerate([(1, "48K"), (2, "1024K"), (3, "32768K")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        (folder / "level").write_text(f"{level}\n")
+        (folder / "size").write_text(f"{size}\n")
+    assert linear_module.cache_bytes.__wrapped__(tmp_path) == 32 << 20
+    (tmp_path / "index3").mkdir()
+    (tmp_path / "index3" / "level").write_text("4\n")
+    (tmp_path / "index3" / "size").write_text("1M\n")
+    assert linear_module.cache_bytes.__wrapped__(tmp_path) == 1 << 20
+    missing = tmp_path / "none"
+    assert linear_module.cache_bytes.__wrapped__(missing) == linear_module.DEFAULT_CACHE_BYTES

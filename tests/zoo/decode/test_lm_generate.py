@@ -189,7 +189,7 @@ def test_one_row_steps_split_the_products_of_a_model_beyond_the_cache(monkeypatc
     """single_row_weights on a model larger than the cache: the steps after the prompt's split
     their products over the row-major weights; the ids are those of the batch."""
     monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
-    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    monkeypatch.setattr(linear_module, "cache_bytes", lambda: 0)
     backend.cache_clear()
     request.addfinalizer(backend.cache_clear)
     model, (prompt, other) = random_gpt(), random_prompts((4, 6))

@@ -63,7 +63,7 @@ def test_one_row_compiled_steps_trace_the_split_products(monkeypatch, request):
     """A model beyond the cache decodes one row with its products split (zoo.blocks.linear),
     also in the compiled step: one graph, the same ids."""
     monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
-    monkeypatch.setattr(linear_module, "CACHE_BYTES", 0)
+    monkeypatch.setattr(linear_module, "cache_bytes", lambda: 0)
     backend.cache_clear()
     request.addfinalizer(backend.cache_clear)
     traced = []
