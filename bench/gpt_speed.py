@@ -247,7 +247,10 @@ def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: P
                 share = agreement(outputs[engine], outputs["hf"])
                 assert share >= MIN_AGREEMENT, f"{engine}: greedy ids {share:.0%} equal to HF's"
             fns = {f"{engine}/{new}": partial(run, new) for engine, run in runs.items() for new in (1, p.new)}
-            seconds = interleaved_medians(fns, repeats=repeats, warmup=0)
+            # Each timed call right after an untimed one-id call of the same engine: its threads
+            # awake, whichever library ran before it.
+            primers = {name: partial(runs[name.split("/")[0]], 1) for name in fns}
+            seconds = interleaved_medians(fns, repeats=repeats, warmup=0, primers=primers)
             rows += [{"threads": n, **row} for row in rates(seconds, outputs, batch, p)]
     return rows
 

@@ -17,15 +17,26 @@ if TYPE_CHECKING:
 
 
 def interleaved_medians(
-    fns: dict[str, Callable[[], None]], *, repeats: int = 7, warmup: int = 1
+    fns: dict[str, Callable[[], None]],
+    *,
+    repeats: int = 7,
+    warmup: int = 1,
+    primers: dict[str, Callable[[], None]] | None = None,
 ) -> dict[str, float]:
-    """Median wall seconds of each zero-argument callable over `repeats` alternating rounds."""
+    """Median wall seconds of each zero-argument callable over `repeats` alternating rounds.
+
+    `primers[name]`, when given, runs untimed right before each timed call of `name`: a call that
+    follows another library's (another thread pool, another process) otherwise pays for waking
+    its threads (at two threads here a 64-id GPT prefill took 11-20 ms after an idle or another
+    process's call against 5-6 ms back to back: bench/results/gpt_split.md)."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
+            if primers and name in primers:
+                primers[name]()
             start = time.perf_counter()
             fn()
             samples[name].append(time.perf_counter() - start)
