@@ -16,7 +16,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from bench.output import add_out_option, write_record
+from bench.output import add_out_option, publish
 from bench.tables import TABLES, markdown
 from bench.timing import cpu_model, interleaved_medians
 from zoo.blocks import linear as zoo_linear
@@ -94,8 +94,7 @@ def main() -> None:
         f" {args.repeats} interleaved rounds.\n",
         *markdown(result["rows"], list(TABLES["cpu_linear"].columns)),
     ]
-    write_record(result, args.out, "cpu_linear", "\n".join(page) + "\n")
-    print("\n".join(page))
+    publish(result, args.out, "cpu_linear", page)
 
 
 if __name__ == "__main__":

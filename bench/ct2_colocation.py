@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.output import add_out_option, write_record
+from bench.output import add_out_option, publish
 from bench.tables import RATE, Column, markdown
 from bench.timing import cpu_model, run_meta
 
@@ -103,8 +103,7 @@ def main() -> None:
         f"threads; medians of {args.repeats}; load average {result['load_average']:.1f} at the end.\n",
         *markdown(rows, [Column("setting", "setting"), Column("CTranslate2 tokens/s", "tokens_per_s", RATE)]),
     ]
-    write_record(result, args.out, "ct2_colocation", "\n".join(page) + "\n")
-    print("\n".join(page))
+    publish(result, args.out, "ct2_colocation", page)
 
 
 if __name__ == "__main__":

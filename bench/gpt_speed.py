@@ -199,23 +199,20 @@ def step_products(zoo: GPT, rows: int) -> dict[str, Callable[[], torch.Tensor]]:
     weights.append(zoo.output_weight.detach())
     inputs = {w.shape[1]: torch.randn(rows, w.shape[1]) for w in weights}
 
-    def run(layout: list[torch.Tensor]) -> Callable[[], torch.Tensor]:
+    def run(layout: list[torch.Tensor], product=linear) -> Callable[[], torch.Tensor]:
         def step() -> torch.Tensor:
             for weight in layout:  # each product freed as the next is made, as in a step
-                out = linear(inputs[weight.shape[1]], weight)
+                out = product(inputs[weight.shape[1]], weight)
             return out
 
         return step
 
-    def split() -> torch.Tensor:
-        for weight in weights:
-            x = inputs[weight.shape[1]]
-            out = split_product(x, weight) if split_parts(weight.shape[0]) else linear(x, weight)
-        return out
+    def split(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return split_product(x, weight) if split_parts(weight.shape[0]) else linear(x, weight)
 
     column_major = [w.t().contiguous().t() for w in weights]
     products = {"zoo_column_major": run(column_major), "row_major": run(weights)}
-    return products if rows > 1 else {**products, "zoo_split": split}
+    return products if rows > 1 else {**products, "zoo_split": run(weights, split)}
 
 
 def ct2_generator(zoo: GPT, folder: Path, threads: int) -> Remote:
@@ -246,10 +243,11 @@ def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: P
             for engine in ("zoo", "zoo_row_major", "zoo_compiled"):
                 share = agreement(outputs[engine], outputs["hf"])
                 assert share >= MIN_AGREEMENT, f"{engine}: greedy ids {share:.0%} equal to HF's"
-            fns = {f"{engine}/{new}": partial(run, new) for engine, run in runs.items() for new in (1, p.new)}
+            calls = [(f"{engine}/{new}", run, new) for engine, run in runs.items() for new in (1, p.new)]
+            fns = {name: partial(run, new) for name, run, new in calls}
             # Each timed call right after an untimed one-id call of the same engine: its threads
             # awake, whichever library ran before it.
-            primers = {name: partial(runs[name.split("/")[0]], 1) for name in fns}
+            primers = {name: partial(run, 1) for name, run, _ in calls}
             seconds = interleaved_medians(fns, repeats=repeats, warmup=0, primers=primers)
             rows += [{"threads": n, **row} for row in rates(seconds, outputs, batch, p)]
     return rows

@@ -479,7 +479,12 @@ def main() -> None:
 
 
 def run_benches(
-    args: argparse.Namespace, device: torch.device, result: dict, stem: Path, suffix: str, precisions
+    args: argparse.Namespace,
+    device: torch.device,
+    result: dict,
+    stem: Path,
+    suffix: str,
+    precisions: tuple[str, ...],
 ) -> None:
     """Each bench of --only in turn, the result written after each."""
     for what in args.only.split(","):

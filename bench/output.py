@@ -30,6 +30,13 @@ def write_record(record: dict[str, Any], out: Path, name: str, text: str) -> Non
     (out / f"{name}.md").write_text(text)
 
 
+def publish(record: dict[str, Any], out: Path, name: str, page: list[str]) -> None:
+    """`write_record` with the page's lines, then the page on stdout."""
+    text = "\n".join(page)
+    write_record(record, out, name, text + "\n")
+    print(text)
+
+
 def write_study(record: dict[str, Any], out: Path, name: str, text: str, draw: Callable[[Path], Any]) -> None:
     """A study's files in `out`: NAME.json (the record), NAME.md (`text`) and NAME.png, which
     `draw(path)` draws (it returns False when there is nothing to draw yet)."""

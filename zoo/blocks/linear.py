@@ -138,26 +138,27 @@ def split_parts(rows: int) -> int:
     return next((k for k in range(2, 65) if rows % k == 0), 0)
 
 
-def _split_applies(x: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
-    """Whether a product inside an open splitting context is split: one row of plain float32 CPU
-    tensors, a row-major weight whose rows divide, no autocast; under torch.compile too (the
-    batched product it traces stays MKL's), not under tracing or dispatch modes."""
-    return (
+def _split_parts_here(x: Tensor, weight: Tensor, bias: Tensor | None) -> int:
+    """The parts a product inside an open splitting context is split into, 0 when it is not: one
+    row of plain float32 CPU tensors, a row-major weight whose rows divide, no autocast; under
+    torch.compile too (the batched product it traces stays MKL's), not under tracing or dispatch
+    modes."""
+    applies = (
         x.numel() == x.shape[-1]
         and all(t is None or (t.dtype == torch.float32 and t.device.type == "cpu") for t in (x, weight, bias))
         and weight.is_contiguous()
         and not torch.is_autocast_enabled("cpu")
         and (torch.compiler.is_compiling() or not (_get_current_dispatch_mode() or torch.jit.is_tracing()))
-        and split_parts(weight.shape[0]) > 0
     )
+    return split_parts(weight.shape[0]) if applies else 0
 
 
-def split_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """F.linear for one row as equal parts of the weight's rows in one batched call: MKL's batched
-    product streams a weight from memory faster than its matrix-vector product, and shares the
-    parts among threads. The row goes in as an (in, 1) column: as a (1, in, 1) view MKL takes a
-    slow path."""
-    parts = weight.view(split_parts(weight.shape[0]), -1, weight.shape[1])
+def split_product(x: Tensor, weight: Tensor, bias: Tensor | None = None, parts: int = 0) -> Tensor:
+    """F.linear for one row as `parts` equal parts of the weight's rows (0: `split_parts`'s) in
+    one batched call: MKL's batched product streams a weight from memory faster than its
+    matrix-vector product, and shares the parts among threads. The row goes in as an (in, 1)
+    column: as a (1, in, 1) view MKL takes a slow path."""
+    parts = weight.view(parts or split_parts(weight.shape[0]), -1, weight.shape[1])
     column = x.reshape(1, -1).t().expand(parts.shape[0], -1, -1)
     out = torch.bmm(parts, column).view(*x.shape[:-1], weight.shape[0])
     return out if bias is None else out + bias
@@ -165,8 +166,9 @@ def split_product(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tens
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`F.linear(x, weight, bias)`, on oneDNN where the module docstring says."""
-    if _split_contexts and _split_applies(x, weight, bias):
-        return split_product(x, weight, bias)
+    parts = _split_parts_here(x, weight, bias) if _split_contexts else 0
+    if parts:
+        return split_product(x, weight, bias, parts)
     small = x.numel() * weight.shape[0] < MIN_MACS
     if x.dim() < 2 or small or weight.stride(-1) != 1 or not onednn_applies(x, weight, bias):
         return F.linear(x, weight, bias)
