@@ -3,7 +3,8 @@ parser trained on the PTB sample's training trees beside 0, 10,000, 40,000 ... s
 its test F1 against the number of silver trees.
 
     python -m bench.studies.silver [--data_dir DIR] [--sizes 0 10000 40000] [--threads 1]
-        [--student_steps 0] [--teacher RUN] [--out_root runs/studies] [--out bench/results] [--dry_run]
+        [--student_steps 0] [--precision fp32] [--teacher RUN] [--out_root runs/studies]
+        [--out bench/results] [--dry_run]
 
 Each step is a command of the zoo's own, printed as it runs; a finished step is not run again and
 a stopped one resumes when the study is run again:
@@ -65,6 +66,8 @@ class Plan:
         threads: CPU threads of every command.
         student_steps: each student's optimizer steps (0 = the recipe's).
         teacher: a trained parser run to parse the silver with ('' = train the study's own).
+        precision: fp32 | bf16, of the teacher's and students' training and of the parsing
+            (bf16: autocast, about 1.6x faster on a CPU with AVX512-BF16).
     """
 
     folder: Path
@@ -73,6 +76,7 @@ class Plan:
     threads: int = 1
     student_steps: int = 0
     teacher: str = ""
+    precision: str = "fp32"
 
     @property
     def teacher_dir(self) -> Path:
@@ -82,8 +86,12 @@ class Plan:
         return [
             "--config", TEACHER_RECIPE, f"--data.data_dir={self.data_dir}",
             f"--train.out_dir={self.teacher_dir}", f"--train.threads={self.threads}",
-            "--train.progress=false",
+            "--train.progress=false", *self.precision_args("--train.precision"),
         ]  # fmt: skip
+
+    def precision_args(self, key: str) -> list[str]:
+        """`key=precision`, left out at fp32 (every command's default) so the commands stay short."""
+        return [] if self.precision == "fp32" else [f"{key}={self.precision}"]
 
     def silver_file(self, size: int) -> Path:
         return self.folder / f"silver-{size}.mrg"
@@ -94,7 +102,7 @@ class Plan:
         return [
             str(self.teacher_dir), f"--input={Path(self.data_dir) / TEXT}",
             f"--output={self.silver_file(largest)}", f"--limit={largest}", f"--threads={self.threads}",
-            f"--data_dir={self.data_dir}",
+            f"--data_dir={self.data_dir}", *self.precision_args("--precision"),
         ]  # fmt: skip
 
     def student_dir(self, size: int) -> Path:
@@ -106,7 +114,7 @@ class Plan:
         return [
             "--config", STUDENT_RECIPE, f"--data.data_dir={self.data_dir}", f"--data.extra_train={extra}",
             f"--train.out_dir={self.student_dir(size)}", f"--train.threads={self.threads}",
-            "--train.progress=false", *steps,
+            "--train.progress=false", *steps, *self.precision_args("--train.precision"),
         ]  # fmt: skip
 
     def evaluate_args(self, run_dir: Path) -> list[str]:
@@ -207,6 +215,9 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--student_steps", type=int, default=0, help="each student's steps (0 = the recipe's)"
     )
+    parser.add_argument(
+        "--precision", choices=("fp32", "bf16"), default="fp32", help="training and parsing precision"
+    )
     parser.add_argument("--teacher", default="", help="a trained parser run to parse the silver trees with")
     parser.add_argument("--out_root", type=Path, default=OUT_ROOT, help="where the studies' runs live")
     parser.add_argument("--dry_run", action="store_true", help="print the commands; run nothing")
@@ -228,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = arguments(argv)
     plan = Plan(args.out_root / "silver", args.data_dir, tuple(args.sizes), args.threads, args.student_steps,
-                args.teacher)  # fmt: skip
+                args.teacher, args.precision)  # fmt: skip
     for size in plan.sizes:
         config(plan.student_args(size))
     if not plan.teacher:

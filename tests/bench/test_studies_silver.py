@@ -37,6 +37,19 @@ def test_the_printed_commands_are_the_recipes_with_each_sizes_silver(capsys, tmp
     ]
 
 
+def test_bf16_reaches_the_teacher_the_silver_parse_and_the_students_but_not_fp32s_commands(capsys, tmp_path):
+    def commands(*extra: str) -> list[list[str]]:
+        silver.main(["--dry_run", "--out_root", str(tmp_path), "--data_dir", "data", "--sizes", "0", "5",
+                     *extra])  # fmt: skip
+        return [shlex.split(line) for line in capsys.readouterr().out.splitlines()]
+
+    bf16 = commands("--precision", "bf16")
+    trained = [silver.config(line[3:]) for line in bf16 if line[2] == silver.TRAIN]
+    assert [c.train.precision for c in trained] == ["bf16"] * 3  # the teacher and both students
+    assert "--precision=bf16" in next(line for line in bf16 if line[2] == silver.SILVER)
+    assert not any("precision" in word for line in commands() for word in line)
+
+
 @pytest.mark.parametrize("sizes", [["5", "3"], ["-1", "4"], ["2", "2"]])
 def test_sizes_must_increase_from_zero_up(sizes, capsys):
     with pytest.raises(SystemExit) as stop:
