@@ -52,6 +52,17 @@ def test_silver_parses_each_qualifying_sentence_once_as_parse_does(run_dir: Path
     assert len(out.read_text().splitlines()) == 1
 
 
+def test_silver_leaves_out_a_sentence_whose_tree_would_not_read_back(run_dir: Path, tmp_path: Path) -> None:
+    # nltk reads "\\)" as an escaped bracket: (RB \\) would swallow its tree's closing bracket.
+    (tmp_path / "in.txt").write_text("The dog saw a cat \\ in the park .\nThe cat saw a dog in the park .\n")
+    out = tmp_path / "silver.mrg"
+    args = [f"--input={tmp_path / 'in.txt'}", "--format=text", f"--output={out}", "--threads=1"]
+    assert silver.main([str(run_dir), *args]) == 1
+    assert [Tree.fromstring(line).leaves() for line in out.read_text().splitlines()] == [
+        treebank_tokens("The cat saw a dog in the park .")
+    ]
+
+
 def test_silver_reads_its_old_option_names_with_a_note(run_dir: Path, tmp_path: Path, capsys) -> None:
     (tmp_path / "in.txt").write_text("The dog saw a cat in the park .\n")
     out = tmp_path / "silver.mrg"
