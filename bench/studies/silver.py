@@ -67,7 +67,7 @@ class Plan:
         student_steps: each student's optimizer steps (0 = the recipe's).
         teacher: a trained parser run to parse the silver with ('' = train the study's own).
         precision: fp32 | bf16, of the teacher's and students' training and of the parsing
-            (bf16: autocast, about 1.6x faster on a CPU with AVX512-BF16).
+            (bf16: autocast, whose products run about twice as fast where the CPU has AVX512-BF16).
     """
 
     folder: Path
