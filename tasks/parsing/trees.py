@@ -95,9 +95,24 @@ def read_sentences(path: Path) -> list[list[Tree]]:
     return sentences
 
 
+# The treebank format has no escapes, where nltk (3.10) reads "\(" and "\)" as escaped brackets:
+# a word ending in a backslash, "(RB \)", would swallow its bracket.
+NO_ESCAPES = r"[^\s()]+"
+
+
+def _read_tree(text: str) -> Tree:
+    """nltk's reading of one tree whose brackets balance as written. nltk's own patterns first (the
+    fast path): an escape they read unbalances such a tree and fails, and only then is the tree read
+    again without escapes (caller patterns go through nltk's slower ReDoS-bounded compiler)."""
+    try:
+        return Tree.fromstring(text)
+    except ValueError:
+        return Tree.fromstring(text, node_pattern=NO_ESCAPES, leaf_pattern=NO_ESCAPES)
+
+
 def _from_string(text: str, path: Path, line: int) -> Tree:
     try:
-        tree = Tree.fromstring(text)
+        tree = _read_tree(text)
     except ValueError as err:
         raise UserError(f"{path}:{line}: malformed tree: {str(err).splitlines()[0]}") from None
     for node in tree.subtrees():

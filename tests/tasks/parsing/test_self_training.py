@@ -12,6 +12,7 @@ from nltk import Tree
 from tasks.parsing import parse, silver, train
 from tasks.parsing.data import treebank_tokens
 from tasks.parsing.task import ParsingTask
+from tasks.parsing.trees import read_mrg
 from tests.tasks.parsing.conftest import tiny_chart_run, tiny_config
 from zoo.train import RunContext
 
@@ -52,14 +53,15 @@ def test_silver_parses_each_qualifying_sentence_once_as_parse_does(run_dir: Path
     assert len(out.read_text().splitlines()) == 1
 
 
-def test_silver_leaves_out_a_sentence_whose_tree_would_not_read_back(run_dir: Path, tmp_path: Path) -> None:
+def test_a_silver_tree_with_a_word_ending_in_a_backslash_reads_back(run_dir: Path, tmp_path: Path) -> None:
     # nltk reads "\\)" as an escaped bracket: (RB \\) would swallow its tree's closing bracket.
     (tmp_path / "in.txt").write_text("The dog saw a cat \\ in the park .\nThe cat saw a dog in the park .\n")
     out = tmp_path / "silver.mrg"
     args = [f"--input={tmp_path / 'in.txt'}", "--format=text", f"--output={out}", "--threads=1"]
-    assert silver.main([str(run_dir), *args]) == 1
-    assert [Tree.fromstring(line).leaves() for line in out.read_text().splitlines()] == [
-        treebank_tokens("The cat saw a dog in the park .")
+    assert silver.main([str(run_dir), *args]) == 2
+    assert [tree.leaves() for _, tree in read_mrg(out)] == [
+        treebank_tokens("The dog saw a cat \\ in the park ."),
+        treebank_tokens("The cat saw a dog in the park ."),
     ]
 
 
