@@ -215,15 +215,15 @@ def step_products(zoo: GPT, rows: int) -> dict[str, Callable[[], torch.Tensor]]:
     return products if rows > 1 else {**products, "zoo_split": run(weights, split)}
 
 
-def ct2_generator(zoo: GPT, folder: Path, threads: int) -> Remote:
-    """CTranslate2's fp32 Generator running `zoo`'s own weights (converted once into `folder`),
-    in a process of its own (bench.ct2_process)."""
+def ct2_generator(zoo: GPT, folder: Path, threads: int, compute_type: str = "float32") -> Remote:
+    """CTranslate2's Generator running `zoo`'s own weights (converted once into `folder`) at
+    `compute_type`, in a process of its own (bench.ct2_process)."""
     from zoo.convert.ctranslate2 import write_ctranslate2_gpt
 
     vocab = zoo.vocab_size
     if not (folder / "model.bin").exists():
         write_ctranslate2_gpt(zoo, [f"t{i}" for i in range(vocab)], folder, eot_id=vocab - 1)
-    return Remote("Generator", str(folder), device="cpu", compute_type="float32", intra_threads=threads)
+    return Remote("Generator", str(folder), device="cpu", compute_type=compute_type, intra_threads=threads)
 
 
 def generation(name: str, p: Preset, threads: list[int], repeats: int, folder: Path) -> list[dict]:

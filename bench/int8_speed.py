@@ -160,9 +160,7 @@ def trained_gpt(run: str) -> nn.Module:
 def gpt(run: str, repeats: int) -> tuple[list[dict], str]:
     """Prefill and decode tokens/s of the five engines at batch 1 and 8 (bench.gpt_speed's rows),
     and what ran."""
-    from bench.ct2_process import Remote
-    from bench.gpt_speed import BATCHES, Preset, engines, random_prompts, rates
-    from zoo.convert.ctranslate2 import write_ctranslate2_gpt
+    from bench.gpt_speed import BATCHES, Preset, ct2_generator, engines, random_prompts, rates
     from zoo.convert.hf_gpt2 import hf_model_of
 
     model = trained_gpt(run)
@@ -170,13 +168,8 @@ def gpt(run: str, repeats: int) -> tuple[list[dict], str]:
     p = Preset(vocab=model.vocab_size, train_batch=0, train_context=0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "ct2"
-        write_ctranslate2_gpt(model, [f"t{i}" for i in range(p.vocab)], folder, eot_id=p.vocab - 1)
-        threads = torch.get_num_threads()
-        ct2 = {
-            kind: Remote("Generator", str(folder), device="cpu", compute_type=kind, intra_threads=threads)
-            for kind in ("float32", "int8")
-        }
+        folder, threads = Path(tmp) / "ct2", torch.get_num_threads()
+        ct2 = {kind: ct2_generator(model, folder, threads, kind) for kind in ("float32", "int8")}
         for batch in BATCHES:
             prompts = random_prompts(p, batch)
             runs = engines(model, hf, ct2["float32"], prompts)

@@ -9,7 +9,12 @@ pytest.importorskip(
 )
 pytest.importorskip("ctranslate2", reason="the peer ctranslate2 is not installed (pip install -e '.[peers]')")
 
-from bench.translation_speed import EXTRA_LEN, PRESETS, random_contenders, training_contenders  # noqa: E402
+from bench.translation_speed import (  # noqa: E402
+    PRESETS,
+    full_length_tokens,
+    random_contenders,
+    training_contenders,
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +34,7 @@ def trainers(preset: str) -> tuple[dict, int]:
 
 @pytest.mark.parametrize("engine", ["zoo", "generate", "ct2_fp32"])
 def test_beam(measure, decoders: dict, preset: str, engine: str) -> None:
-    p = PRESETS[preset]
-    to_the_limit = p.decode_batch * (p.src_len + EXTRA_LEN + 1)  # every row to the limit, then EOS
+    to_the_limit = full_length_tokens(PRESETS[preset])
     tokens = measure(decoders[engine], "translation beam4-random", engine, to_the_limit, preset=preset)
     assert tokens == to_the_limit  # every engine did the same work: no row ended early
 

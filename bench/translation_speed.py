@@ -33,6 +33,7 @@ Writes bench/results/translation_speed.{json,md}.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -52,6 +53,7 @@ from bench.timing import cpu, cpu_model, hardware, interleaved_medians, synced
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import beam_search
 from zoo.models import ModelConfig, build_model
+from zoo.quantize import quantize_int8
 
 PAD, BOS, EOS = SPECIAL_IDS.pad, SPECIAL_IDS.bos, SPECIAL_IDS.eos
 
@@ -340,9 +342,16 @@ def hf_beam(marian: MarianMTModel, src: torch.Tensor, forced: int):
     return decode
 
 
-def random_contenders(p: Preset, folder: Path, threads: int) -> dict:
+def full_length_tokens(p: Preset) -> int:
+    """The tokens one batch of random sources generates when every row runs to the limit: its
+    source's length plus EXTRA_LEN, then EOS."""
+    return p.decode_batch * (p.src_len + EXTRA_LEN + 1)
+
+
+def random_contenders(p: Preset, folder: Path, threads: int, *, int8: bool = False) -> dict:
     """zoo (fp32 and bf16 autocast), generate and CTranslate2 (fp32, int8, at `threads`) on one
-    batch of random sources, decoded to the limit: callables that return the tokens they generated."""
+    batch of random sources, decoded to the limit: callables that return the tokens they generated.
+    `int8`: zoo's int8 linears (zoo.quantize, on a copy of the same weights) too, as `zoo_int8`."""
     src, _, _ = random_batch(p, p.decode_batch)
     torch.manual_seed(0)
     ours, marian = build_ours(p).eval(), build_marian(p).eval()
@@ -350,13 +359,16 @@ def random_contenders(p: Preset, folder: Path, threads: int) -> dict:
     sources = [[pieces[i] for i in row[:-1]] for row in src.tolist()]  # the engine adds EOS
     forced = p.src_len + EXTRA_LEN  # zoo's limit (the source's EOS counted), then EOS
     translator = partial(ct2_translator, ours, pieces, folder, threads)
-    return {
+    fns = {
         "zoo": zoo_beam(ours, [src]),
         "zoo_bf16": zoo_beam(ours, [src], bf16=True),
         "generate": hf_beam(marian, src, forced),
         "ct2_fp32": ct2_beam(translator("float32"), sources, forced=forced),
         "ct2_int8": ct2_beam(translator("int8"), sources, forced=forced),
     }
+    if int8:
+        fns["zoo_int8"] = zoo_beam(quantize_int8(copy.deepcopy(ours)), [src])
+    return fns
 
 
 def random_weights(p: Preset, threads: list[int], repeats: int, folder: Path) -> dict:
