@@ -3,6 +3,7 @@ Face's GPT2LMHeadModel on the same weights; greedy generation with the KV cache 
 prefill alone, and the whole call for every new id), zoo against Hugging Face `generate` and
 CTranslate2's Generator on zoo's weights. The contenders of bench.gpt_speed."""
 
+import copy
 from functools import partial
 
 import pytest
@@ -23,6 +24,7 @@ from bench.gpt_speed import (  # noqa: E402
     step_products,
     training_contenders,
 )
+from zoo.quantize import quantize_int8  # noqa: E402
 
 ENGINES = ["zoo", "zoo_row_major", "zoo_compiled", "hf", "ct2_fp32"]
 
@@ -45,13 +47,30 @@ def trainers(preset: str) -> tuple[dict, int]:
 
 
 @pytest.fixture(scope="module")
-def generators(preset: str, bench_threads: int, tmp_path_factory) -> tuple[dict, dict]:
+def weights(preset: str, tmp_path_factory) -> tuple:
+    """zoo's and Hugging Face's GPT on the same weights, and the folder CTranslate2's copy of them
+    is converted into once."""
+    zoo, hf = models(preset, PRESETS[preset].vocab, noise=0.3)
+    return zoo, hf, tmp_path_factory.mktemp("ct2") / "model"
+
+
+@pytest.fixture(scope="module")
+def generators(preset: str, weights: tuple, bench_threads: int) -> tuple[dict, dict]:
     """Each batch size's engines, and zoo's ids for each (the reference Hugging Face must equal)."""
-    p = PRESETS[preset]
-    zoo, hf = models(preset, p.vocab, noise=0.3)
-    ct2 = ct2_generator(zoo, tmp_path_factory.mktemp("ct2") / "model", bench_threads)
+    p, (zoo, hf, folder) = PRESETS[preset], weights
+    ct2 = ct2_generator(zoo, folder, bench_threads)
     runs = {batch: engines(zoo, hf, ct2, random_prompts(p, batch)) for batch in BATCHES}
     return runs, {batch: run["zoo"](p.new) for batch, run in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def int8_generators(preset: str, weights: tuple, bench_threads: int) -> dict:
+    """Each batch size's two int8 engines: zoo's quantized copy and CTranslate2 at int8."""
+    p, (zoo, hf, folder) = PRESETS[preset], weights
+    ct2 = ct2_generator(zoo, folder, bench_threads, "int8")
+    int8 = quantize_int8(copy.deepcopy(zoo))
+    runs = {batch: engines(int8, hf, ct2, random_prompts(p, batch)) for batch in BATCHES}
+    return {batch: {"zoo_int8": run["zoo"], "ct2_int8": run["ct2_fp32"]} for batch, run in runs.items()}
 
 
 @pytest.mark.parametrize("library", ["zoo", "hf"])
@@ -83,6 +102,16 @@ def test_generate(measure, generators: tuple[dict, dict], preset: str, batch: in
     assert [len(row) for row in ids] == [p.new] * batch
     if engine in ("hf", "zoo_row_major", "zoo_compiled"):
         assert ids == zoo_ids[batch]  # the same weights, greedy: the same ids
+
+
+@pytest.mark.parametrize("engine", ["zoo_int8", "ct2_int8"])
+@pytest.mark.parametrize("batch", BATCHES)
+def test_generate_int8(measure, int8_generators: dict, preset: str, batch: int, engine: str) -> None:
+    """As test_generate, both engines at int8 (their ids differ: each rounds its own way)."""
+    new = PRESETS[preset].new
+    run = partial(int8_generators[batch][engine], new)
+    ids = measure(run, f"gpt greedy b={batch}", engine, batch * new, precision="int8", preset=preset)
+    assert [len(row) for row in ids] == [new] * batch
 
 
 # The split is for one row only (step_products offers it there).

@@ -1,6 +1,7 @@
 """Translation under pytest-benchmark (bench/conftest.py): beam 4 on random weights decoded to the
-length limit, zoo against Hugging Face `generate` and CTranslate2 fp32 running zoo's weights; a
-training step, zoo against MarianMTModel. The contenders of bench.translation_speed."""
+length limit, zoo against Hugging Face `generate` and CTranslate2 fp32 running zoo's weights, and
+zoo's int8 (zoo.quantize) against CTranslate2's int8 on the same weights; a training step, zoo
+against MarianMTModel. The contenders of bench.translation_speed."""
 
 import pytest
 
@@ -24,7 +25,8 @@ def preset(preset_of) -> str:
 
 @pytest.fixture(scope="module")
 def decoders(preset: str, bench_threads: int, tmp_path_factory) -> dict:
-    return random_contenders(PRESETS[preset], tmp_path_factory.mktemp("ct2") / "model", bench_threads)
+    folder = tmp_path_factory.mktemp("ct2") / "model"
+    return random_contenders(PRESETS[preset], folder, bench_threads, int8=True)
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +34,28 @@ def trainers(preset: str) -> tuple[dict, int]:
     return training_contenders(PRESETS[preset])
 
 
-@pytest.mark.parametrize("engine", ["zoo", "generate", "ct2_fp32"])
-def test_beam(measure, decoders: dict, preset: str, engine: str) -> None:
+# (engine, its arithmetic): each arithmetic is a group of its own (the --bench-precision option
+# is for training steps; decoding is timed at the engines' own).
+BEAM_ENGINES = [
+    ("zoo", "fp32"),
+    ("generate", "fp32"),
+    ("ct2_fp32", "fp32"),
+    ("zoo_int8", "int8"),
+    ("ct2_int8", "int8"),
+]
+
+
+@pytest.mark.parametrize("engine, arithmetic", BEAM_ENGINES)
+def test_beam(measure, decoders: dict, preset: str, engine: str, arithmetic: str) -> None:
     to_the_limit = full_length_tokens(PRESETS[preset])
-    tokens = measure(decoders[engine], "translation beam4-random", engine, to_the_limit, preset=preset)
+    tokens = measure(
+        decoders[engine],
+        "translation beam4-random",
+        engine,
+        to_the_limit,
+        precision=arithmetic,
+        preset=preset,
+    )
     assert tokens == to_the_limit  # every engine did the same work: no row ended early
 
 

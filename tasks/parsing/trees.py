@@ -103,7 +103,9 @@ NO_ESCAPES = r"[^\s()]+"
 def _read_tree(text: str) -> Tree:
     """nltk's reading of one tree whose brackets balance as written. nltk's own patterns first (the
     fast path): an escape they read unbalances such a tree and fails, and only then is the tree read
-    again without escapes (caller patterns go through nltk's slower ReDoS-bounded compiler)."""
+    again without escapes (caller patterns go through nltk's slower ReDoS-bounded compiler). A word
+    is always followed by its tag's ")", so its escapes only ever swallow closing brackets and
+    always unbalance; only a label ending in a backslash could swallow a "(" and balance one."""
     try:
         return Tree.fromstring(text)
     except ValueError:
