@@ -91,6 +91,13 @@ class ScheduleConfig:
     )
     warmup_steps: int = field(default=4000, metadata={"help": "linear warm-up steps"})
     min_lr_ratio: float = field(default=0.0, metadata={"help": "cosine: final lr as a fraction of the peak"})
+    cooldown_steps: int = field(
+        default=0,
+        metadata={
+            "help": "the last N steps before train.max_steps scale any schedule's rate down linearly to 0 "
+            "(WSD's cooldown): a run extended by resuming can still end annealed"
+        },
+    )
 
 
 @dataclass

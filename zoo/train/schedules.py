@@ -61,12 +61,34 @@ SCHEDULES: dict[str, Callable[[ScheduleConfig, int], Callable[[int], float]]] = 
 }
 
 
+def with_cooldown(
+    factor: Callable[[int], float], cooldown_steps: int, total_steps: int
+) -> Callable[[int], float]:
+    """`factor` times a linear ramp from 1 to 0 over the last `cooldown_steps` before
+    `total_steps`: the decay phase of warmup-stable-decay schedules (Hägele et al. 2024), which
+    anneals a run whose schedule never reaches 0 (inverse_sqrt, constant), wherever it stops."""
+
+    def cooled(step: int) -> float:
+        return factor(step) * min(1.0, max(0.0, (total_steps - step) / cooldown_steps))
+
+    return cooled
+
+
 def build_schedule(
     optimizer: torch.optim.Optimizer, cfg: ScheduleConfig, total_steps: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """LambdaLR multiplying `optim.lr` by the schedule named `cfg.name` (see SCHEDULES)."""
+    """LambdaLR multiplying `optim.lr` by the schedule named `cfg.name` (see SCHEDULES), cooled
+    down over the last `cfg.cooldown_steps`."""
     if cfg.name not in SCHEDULES:
         raise ConfigError(
             f"key 'schedule.name': unknown schedule {cfg.name!r}; choose {', '.join(SCHEDULES)}"
         )
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, SCHEDULES[cfg.name](cfg, total_steps))
+    if not 0 <= cfg.cooldown_steps <= total_steps:
+        raise ConfigError(
+            f"key 'schedule.cooldown_steps': {cfg.cooldown_steps} must lie between 0 and "
+            f"train.max_steps ({total_steps})"
+        )
+    factor = SCHEDULES[cfg.name](cfg, total_steps)
+    if cfg.cooldown_steps:
+        factor = with_cooldown(factor, cfg.cooldown_steps, total_steps)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

@@ -10,7 +10,7 @@ import torch
 from toy import Batch, ToyTask, make_batch
 
 from zoo.config import UserError, to_yaml
-from zoo.train import OptimConfig, Term, TrainingDiverged, fit
+from zoo.train import OptimConfig, ScheduleConfig, Term, TrainingDiverged, fit
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
 from zoo.train.metrics_log import read_metrics
 
@@ -57,6 +57,19 @@ def test_resume_continues_exactly(tiny_cfg, tmp_path):
     split, uninterrupted = final_weights(tmp_path / "split"), final_weights(tmp_path / "whole")
     for name in uninterrupted:
         torch.testing.assert_close(split[name], uninterrupted[name], rtol=0, atol=0)
+
+
+def test_a_run_extended_on_resume_cools_down_to_its_new_end(tiny_cfg):
+    """The schedule may change on resume: 4 steps at a constant rate, then resumed to 8 with a
+    4-step cooldown, the logged rate (the next step's) ramps down to 0 at the new end."""
+    tiny_cfg.train.max_steps, tiny_cfg.train.log_every = 4, 1
+    tiny_cfg.optim = OptimConfig(name="adam", lr=1e-2)
+    tiny_cfg.schedule = ScheduleConfig(name="constant", warmup_steps=0)
+    fit(tiny_cfg, ToyTask(tiny_cfg))
+    tiny_cfg.train.max_steps, tiny_cfg.schedule.cooldown_steps = 8, 4
+    result = fit(tiny_cfg, ToyTask(tiny_cfg))
+    rates = [r["lr"] for r in read_metrics(result.run_dir, "train")]
+    assert rates == pytest.approx([1e-2] * 4 + [7.5e-3, 5e-3, 2.5e-3, 0.0])
 
 
 class FixedBatches(ToyTask):

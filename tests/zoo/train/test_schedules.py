@@ -55,3 +55,19 @@ def test_linear_is_berts_warmup_and_decay():
 def test_unknown_schedule_names_the_key():
     with pytest.raises(ConfigError, match="schedule.name.*choose inverse_sqrt"):
         rates("exponential", 1.0, 3)
+
+
+@pytest.mark.parametrize("name", ["inverse_sqrt", "constant"])
+def test_a_cooldown_ramps_the_last_steps_linearly_to_zero_and_leaves_the_rest(name):
+    total, cooldown = 100, 20
+    plain = rates(name, 1.0, total, warmup_steps=10)
+    cooled = rates(name, 1.0, total, warmup_steps=10, cooldown_steps=cooldown)
+    assert cooled[: total - cooldown + 1] == plain[: total - cooldown + 1]
+    for step in range(total - cooldown, total):
+        assert cooled[step] == pytest.approx(plain[step] * (total - step) / cooldown)
+    assert cooled[-1] == pytest.approx(plain[-1] / cooldown)
+
+
+def test_a_cooldown_longer_than_the_run_names_the_key():
+    with pytest.raises(ConfigError, match="schedule.cooldown_steps.*between 0 and train.max_steps"):
+        rates("constant", 1.0, 3, cooldown_steps=4)
