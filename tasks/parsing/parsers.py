@@ -21,7 +21,7 @@ from zoo.train import Term
 class Parser(Protocol):
     name: str
     predicts_tags: bool  # part-of-speech tags worth scoring (and silver trees need)
-    ensemble: type[nn.Module] | None  # a module averaging members, or None: no ensembles
+    ensemble: type[nn.Module]  # the module that makes several trained parsers one (--ensemble)
     markers: int  # positions a sentence needs beyond its words (model.max_len counts them)
 
     def build_model(self, cfg: Any, vocab: Vocab) -> nn.Module: ...

@@ -1,8 +1,9 @@
 """Constituency parsing as the shared verbs see it (zoo.verbs): train, evaluate (EVALB), predict
 (alias parse: sentences in, bracketed trees out), attention (the chart parser's span scores, the
 seq2seq parser's cross-attention, or the parsed tree), average. One spec serves both parsers:
-what differs is picked by the run's `model.kind` (tasks.parsing.parsers). Chart parsers ensemble
-(`--ensemble RUN2:RUN3`: span scores and tag probabilities averaged). No export format."""
+what differs is picked by the run's `model.kind` (tasks.parsing.parsers). Parsers of one kind
+ensemble (`--ensemble RUN2:RUN3`: a chart parser's span scores and tag probabilities averaged, a
+seq2seq parser's next-symbol probabilities). No export format."""
 
 from __future__ import annotations
 
@@ -134,7 +135,7 @@ class ParsingSpec(TaskSpec):
     default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
     options = ParsingOptions
     predict_alias = "parse"
-    ensemble = True  # chart parsers: span scores averaged (refused for seq2seq at load)
+    ensemble = True  # parsers of one kind (checked at load)
 
     # train
     def runner_task(self, cfg: ParsingConfig) -> ParsingTask:
@@ -159,17 +160,18 @@ class ParsingSpec(TaskSpec):
     # load
     def load(self, trained: list[Trained[ParsingConfig]], options: ParsingOptions) -> LoadedParser:
         """The model (EMA weights when the run kept them) and the vocabulary saved in its
-        checkpoint; with several runs, their chart parsers as one (span scores and tag
-        probabilities averaged). Weights saved under older names are renamed first."""
+        checkpoint; with several runs, their parsers as one (chart parsers: span scores and tag
+        probabilities averaged; seq2seq parsers: next-symbol probabilities averaged, one search).
+        Weights saved under older names are renamed first."""
         first = trained[0]
         vocab = Vocab.from_json(vocab_json(first))
         models = []
         for member in trained:
             parser = parser_for(member.cfg)
-            if len(trained) > 1 and parser.ensemble is None:
+            if member.cfg.model.kind != first.cfg.model.kind:
                 raise Unsupported(
-                    f"--ensemble: {member.path} holds a {member.cfg.model.kind} parser; "
-                    "ensembles are of chart parsers only"
+                    f"--ensemble: {member.path} holds a {member.cfg.model.kind} parser, {first.path} a "
+                    f"{first.cfg.model.kind} one; an ensemble's members are parsers of one kind"
                 )
             if vocab_json(member) != vocab_json(first):
                 raise UserError(

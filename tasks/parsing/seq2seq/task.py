@@ -19,6 +19,7 @@ from tasks.parsing.seq2seq.model import build_model, rename_old_keys
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import BoundInputs, beam_search, decode_sorted, greedy_search
 from zoo.decode.state import max_lengths
+from zoo.models.seq2seq_ensemble import Seq2SeqEnsemble
 from zoo.train import Term
 
 
@@ -65,7 +66,7 @@ class Seq2SeqParsing:
 
     name = "seq2seq"
     predicts_tags = False
-    ensemble = None  # its members' searches would need one joint decoder: not done
+    ensemble = Seq2SeqEnsemble  # one search over the members' mean next-symbol probabilities
     markers = 3  # a sentence of n words makes a tree of at least n + 3 symbols: '(X', ')X', EOS
     build_model = staticmethod(build_model)
     collate = staticmethod(collate)

@@ -166,6 +166,19 @@ def test_evaluate_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(
     assert twice["f1"] == alone["f1"]
 
 
+def test_a_seq2seq_ensemble_of_a_parser_with_itself_parses_as_the_parser(
+    seq2seq_run: Path, tmp_path: Path
+) -> None:
+    """Beam search over the members' mean next-symbol probabilities, word pointer and cache
+    included: two copies of one parser search as that parser does."""
+    alone_file, twice_file = tmp_path / "alone.mrg", tmp_path / "twice.mrg"
+    common = ["--split", "test", "--limit=6", "--threads=1"]
+    alone = evaluate.main([str(seq2seq_run), *common, f"--output={alone_file}"])
+    twice = evaluate.main([str(seq2seq_run), *common, f"--ensemble={seq2seq_run}", f"--output={twice_file}"])
+    assert twice["ensemble"] == [str(seq2seq_run)] * 2 and twice["beam_size"] == alone["beam_size"] == 2
+    assert twice_file.read_text() == alone_file.read_text() and twice["f1"] == alone["f1"]
+
+
 def test_an_ensemble_of_other_kinds_or_vocabularies_is_refused(
     run_dir: Path, seq2seq_run: Path, tmp_path: Path, capsys
 ) -> None:
@@ -173,7 +186,7 @@ def test_an_ensemble_of_other_kinds_or_vocabularies_is_refused(
         tmp_path / "other", "--data.grammar_sizes=[30,5,5]", "--data.grammar_seed=3"
     )
     for member, message in (
-        (seq2seq_run, "ensembles are of chart parsers only"),
+        (seq2seq_run, "an ensemble's members are parsers of one kind"),
         (other_treebank, "another treebank vocabulary"),
     ):
         with pytest.raises(SystemExit) as stop:
