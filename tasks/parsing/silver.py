@@ -1,7 +1,7 @@
 """python -m tasks.parsing.silver RUN --input PATH --output FILE [--ensemble RUN1:RUN2] [--option=value ...]
 
-Self-training data: parses unlabeled text with a trained parser (or an ensemble of chart
-parsers) and writes the trees in PTB bracketed format, one per line, for a next parser's
+Self-training data: parses unlabeled text with a trained parser (or an ensemble of parsers
+of one kind) and writes the trees in PTB bracketed format, one per line, for a next parser's
 `data.extra_train` (McClosky et al., 2006; the student learns the ensemble's decisions and the
 sentences' words). The text is split into sentences as BERT pretraining splits it
 (zoo.data.documents: Bling Fire, markup and headings dropped) and tokenised as `parse` does;
