@@ -21,10 +21,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
-
-def records(path: Path) -> list[dict]:
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+from zoo.train.metrics_log import read_metrics  # noqa: E402
 
 
 def scored_points(folder: Path, prefix: str) -> list[tuple[str, dict]]:
@@ -36,9 +33,9 @@ def scored_points(folder: Path, prefix: str) -> list[tuple[str, dict]]:
 def figure(folder: Path, runs: list[str], prefix: str, out: Path) -> None:
     fig, (f1, lr) = plt.subplots(2, 1, figsize=(9, 6), dpi=100, sharex=True, height_ratios=[3, 1])
     for name in runs:
-        log = records(folder / name)
-        valid = [r for r in log if r.get("split") == "valid"]
-        train = [r for r in log if r.get("split") == "train"]
+        if not (folder / name).is_file():  # read_metrics would read a missing file as no records
+            raise FileNotFoundError(folder / name)
+        valid, train = read_metrics(folder / name, "valid"), read_metrics(folder / name, "train")
         f1.plot(
             [r["step"] for r in valid], [r["f1"] for r in valid], linewidth=1, label=f"dev, greedy ({name})"
         )

@@ -3,6 +3,7 @@
 import json
 
 from bench.studies.silver_long import main, scored_points
+from zoo.train.metrics_log import read_metrics
 
 
 def write(path, record):
@@ -26,6 +27,7 @@ def test_the_figure_is_written_from_the_metrics_copies(tmp_path, capsys):
     lines += [{"split": "valid", "step": 3, "f1": 50.0}]
     (tmp_path / "m.jsonl").write_text("\n".join(json.dumps(r) for r in lines) + "\n")
     write(tmp_path / "student40k_averaged_test_3.json", {"split": "test", "step": 3, "f1": 55.0})
+    assert read_metrics(tmp_path / "m.jsonl", "valid") == lines[-1:]  # a copy, read by its own name
     main([str(tmp_path), "--runs", "m.jsonl", "--out", str(tmp_path / "f.png")])
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "wrote" in capsys.readouterr().out

@@ -46,7 +46,8 @@ class MetricsLog:
 
 
 def read_metrics(run_dir: Path, split: str | None = None) -> list[dict]:
-    path = Path(run_dir) / "metrics.jsonl"
+    """The records of RUN_DIR/metrics.jsonl (or of a .jsonl copy named directly), of one split."""
+    path = Path(run_dir) if Path(run_dir).suffix == ".jsonl" else Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         return []
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
