@@ -2,7 +2,7 @@
 same models, on the CPU, the contenders taking turns in one run (bench/timing.py).
 
     python -m bench.int8_speed methods [--repeats 3] [--compile] [--threads 1]
-    python -m bench.int8_speed gpt [--run runs/gpt-enwiki] [--repeats 3] [--threads 1]
+    python -m bench.int8_speed gpt [--run runs/gpt-enwiki | --preset mini] [--repeats 3] [--threads 1]
     python -m bench.int8_speed translation [--run runs/translation-demo] [--repeats 3] [--threads 1]
 
 - methods: how zoo.quantize's method was chosen. A BERT encoder of all-MiniLM-L6-v2's size
@@ -13,9 +13,11 @@ same models, on the CPU, the contenders taking turns in one run (bench/timing.py
   `torch.compile` with inductor's freezing. torchao's rows appear only where it is installed (it
   is not a dependency). Seconds per forward, and the lowest cosine similarity of a row's hidden
   states to float32's.
-- gpt: greedy generation with the KV cache on a trained GPT run, as bench.gpt_speed times it
-  (prompts of 64 random ids, 128 new ids forced, batch 1 and 8; prefill = the call for one new
-  id, decode = the rest): zoo float32 and int8, Hugging Face float32 on the same weights,
+- gpt: greedy generation with the KV cache on a trained GPT run (or, with --preset, bench.gpt_speed's
+  random model of that size), as bench.gpt_speed times it (prompts of 64 random ids, 128 new ids
+  forced, batch 1 and 8; prefill = the call for one new id, decode = the rest; each timed call
+  after an untimed one-id call of its engine): zoo float32 and int8, each also on the static
+  cache with its step compiled (`_compiled`), Hugging Face float32 on the same weights,
   CTranslate2 float32 and int8 (`compute_type`, on zoo's weights converted by
   write_ctranslate2_gpt); then a profile of zoo's int8 generate (int8_gpt_decode_profile.txt).
 - translation: beam 4 (alpha 0.6) over a trained run's test set, as bench.translation_speed
@@ -157,13 +159,24 @@ def trained_gpt(run: str) -> nn.Module:
     return GPTSpec().load([load_trained(run, GPTConfig, which="best")], GPTOptions(run=run)).model.eval()
 
 
-def gpt(run: str, repeats: int) -> tuple[list[dict], str]:
-    """Prefill and decode tokens/s of the five engines at batch 1 and 8 (bench.gpt_speed's rows),
-    and what ran."""
+def gpt_model(run: str, preset: str) -> tuple[nn.Module, str]:
+    """The run's trained GPT, or with `preset` bench.gpt_speed's random one of that size (its
+    generation weights: speed does not depend on them); and its name."""
+    if not preset:
+        return trained_gpt(run), run
+    from bench.gpt_speed import PRESETS, models
+
+    return models(preset, PRESETS[preset].vocab, noise=0.3)[0], f"the {preset} preset, random weights"
+
+
+def gpt(run: str, preset: str, repeats: int) -> tuple[list[dict], str]:
+    """Prefill and decode tokens/s of the engines at batch 1 and 8 (bench.gpt_speed's rows, with
+    zoo's and CTranslate2's int8 and zoo's compiled static-cache step in both precisions), and
+    what ran."""
     from bench.gpt_speed import BATCHES, Preset, ct2_generator, engines, random_prompts, rates
     from zoo.convert.hf_gpt2 import hf_model_of
 
-    model = trained_gpt(run)
+    model, name = gpt_model(run, preset)
     hf, int8 = hf_model_of(model).eval(), quantize_int8(copy.deepcopy(model))
     p = Preset(vocab=model.vocab_size, train_batch=0, train_context=0)
     rows = []
@@ -174,24 +187,33 @@ def gpt(run: str, repeats: int) -> tuple[list[dict], str]:
             prompts = random_prompts(p, batch)
             runs = engines(model, hf, ct2["float32"], prompts)
             int8_runs = engines(int8, hf, ct2["int8"], prompts)  # its zoo and CTranslate2 rows, int8
-            runs.update(zoo_int8=int8_runs["zoo"], ct2_int8=int8_runs["ct2_fp32"])
+            runs.update(
+                zoo_int8=int8_runs["zoo"],
+                zoo_int8_compiled=int8_runs["zoo_compiled"],
+                ct2_int8=int8_runs["ct2_fp32"],
+            )
+            del runs["zoo_row_major"]  # bench.gpt_speed's ablation, not int8's
             outputs = {engine: generate(p.new) for engine, generate in runs.items()}  # also the warmup
-            fns = {f"{engine}/{new}": partial(fn, new) for engine, fn in runs.items() for new in (1, p.new)}
-            rows += rates(interleaved_medians(fns, repeats=repeats, warmup=0), outputs, batch, p)
+            calls = [(f"{engine}/{new}", fn, new) for engine, fn in runs.items() for new in (1, p.new)]
+            fns = {key: partial(fn, new) for key, fn, new in calls}
+            primers = {key: partial(fn, 1) for key, fn, _ in calls}  # as bench.gpt_speed: threads awake
+            seconds = interleaved_medians(fns, repeats=repeats, warmup=0, primers=primers)
+            rows += rates(seconds, outputs, batch, p)
     for row in rows:
         ct2_int8 = next(r for r in rows if (r["batch"], r["engine"]) == (row["batch"], "ct2_int8"))
         row["decode_vs_ct2_int8"] = row["decode_tokens_per_s"] / ct2_int8["decode_tokens_per_s"]
     return (
         rows,
-        f"{run}: prompts of {p.prompt} random ids, {p.new} new ids each (end-of-text forbidden until then)",
+        f"{name}: prompts of {p.prompt} random ids, {p.new} new ids each (end-of-text forbidden until then)",
     )
 
 
-def gpt_profile(run: str, path: Path, command: str) -> None:
-    """torch.profiler key averages of zoo's int8 generate on the run, at each batch size timed."""
+def gpt_profile(run: str, preset: str, path: Path, command: str) -> None:
+    """torch.profiler key averages of zoo's int8 generate on the model, at each batch size timed."""
     from bench.gpt_speed import Preset, generate_profile
 
-    model = quantize_int8(trained_gpt(run))
+    model, run = gpt_model(run, preset)
+    model = quantize_int8(model)
     p = Preset(vocab=model.vocab_size, train_batch=0, train_context=0)
     header = (
         f"# Profile of zoo.decode.generate on {run} with --precision int8 (zoo.quantize), `{command}`\n"
@@ -290,6 +312,9 @@ def main() -> None:
         default="",
         help="gpt, translation: the trained run ('' = runs/gpt-enwiki, runs/translation-demo)",
     )
+    parser.add_argument(
+        "--preset", default="", help="gpt: time bench.gpt_speed's random model of this size instead of a run"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads")
     parser.add_argument("--compile", action="store_true", help="methods: also torch.compile's rows")
@@ -308,7 +333,7 @@ def main() -> None:
     }
     timers = {
         "methods": partial(methods, args.repeats, args.compile),
-        "gpt": partial(gpt, args.run or "runs/gpt-enwiki", args.repeats),
+        "gpt": partial(gpt, args.run or "runs/gpt-enwiki", args.preset, args.repeats),
         "translation": partial(translation, args.run or "runs/translation-demo", args.repeats),
     }
     result["rows"], result["what"] = timers[args.what]()
@@ -318,7 +343,10 @@ def main() -> None:
     print(markdown(args.what, result))
     if args.what == "gpt":
         gpt_profile(
-            args.run or "runs/gpt-enwiki", args.out / "int8_gpt_decode_profile.txt", result["command"]
+            args.run or "runs/gpt-enwiki",
+            args.preset,
+            args.out / "int8_gpt_decode_profile.txt",
+            result["command"],
         )
 
 

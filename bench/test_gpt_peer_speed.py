@@ -65,12 +65,14 @@ def generators(preset: str, weights: tuple, bench_threads: int) -> tuple[dict, d
 
 @pytest.fixture(scope="module")
 def int8_generators(preset: str, weights: tuple, bench_threads: int) -> dict:
-    """Each batch size's two int8 engines: zoo's quantized copy and CTranslate2 at int8."""
+    """Each batch size's int8 engines: zoo's quantized copy (also on the static cache, its step
+    compiled) and CTranslate2 at int8."""
     p, (zoo, hf, folder) = PRESETS[preset], weights
     ct2 = ct2_generator(zoo, folder, bench_threads, "int8")
     int8 = quantize_int8(copy.deepcopy(zoo))
     runs = {batch: engines(int8, hf, ct2, random_prompts(p, batch)) for batch in BATCHES}
-    return {batch: {"zoo_int8": run["zoo"], "ct2_int8": run["ct2_fp32"]} for batch, run in runs.items()}
+    names = {"zoo": "zoo_int8", "zoo_compiled": "zoo_int8_compiled", "ct2_fp32": "ct2_int8"}
+    return {batch: {names[e]: run[e] for e in names} for batch, run in runs.items()}
 
 
 @pytest.mark.parametrize("library", ["zoo", "hf"])
@@ -104,10 +106,10 @@ def test_generate(measure, generators: tuple[dict, dict], preset: str, batch: in
         assert ids == zoo_ids[batch]  # the same weights, greedy: the same ids
 
 
-@pytest.mark.parametrize("engine", ["zoo_int8", "ct2_int8"])
+@pytest.mark.parametrize("engine", ["zoo_int8", "zoo_int8_compiled", "ct2_int8"])
 @pytest.mark.parametrize("batch", BATCHES)
 def test_generate_int8(measure, int8_generators: dict, preset: str, batch: int, engine: str) -> None:
-    """As test_generate, both engines at int8 (their ids differ: each rounds its own way)."""
+    """As test_generate, the engines at int8 (their ids differ: each rounds its own way)."""
     new = PRESETS[preset].new
     run = partial(int8_generators[batch][engine], new)
     ids = measure(run, f"gpt greedy b={batch}", engine, batch * new, precision="int8", preset=preset)

@@ -4,7 +4,14 @@ The method is torch's own dynamic quantization (`torch.ao.quantization.quantize_
 weights int8 with one scale per output channel (as CTranslate2's per-row scales), activations
 quantized to uint8 at run time (8 bits where the CPU has VNNI, else torch's 7: `FULL_RANGE`),
 each row on its own scale (`Int8Linear`), products in fbgemm's int8 kernels with int32 sums,
-outputs in float32.
+outputs in float32. One row alone (decoding one sequence) skips the activations' quantization
+where the CPU multiplies bf16 in hardware: the row, rounded to bf16, meets the same int8 weights in
+torch's `_weight_int8pack_mm` (the int8 weight-only scheme of gpt-fast and torchao). A one-row
+product reads each weight once for one use, so its time is reading the weights, which int8 makes
+a quarter of float32's; quantizing one row costs more than that product does (scratch timings on
+this project's Zen 5 with AVX512-BF16, one thread: 256 x 768 and 1024 x 256 weights 2x faster than
+fbgemm's dynamic path; from 4 rows fbgemm's is faster). It is also the path `torch.compile` can
+trace (fbgemm's packed weights are opaque to it), so the static cache's compiled step runs int8.
 
 Chosen over torchao 0.18.0's `Int8DynamicActivationInt8WeightConfig` by one measurement
 (bench/results/int8.md, `python -m bench.int8_speed methods --compile`): a BERT encoder of
@@ -66,6 +73,9 @@ DEPRECATION_MESSAGES = (r"torch\.ao\.quantization is deprecated", r"torch\.quant
 # avx512_vnni accumulate in int32 instead, so there the full 8 bits are safe; on the demo
 # translation model they are worth 0.21 BLEU (bench/results/int8.md).
 FULL_RANGE = torch.cpu._is_vnni_supported()
+# Whether one row takes the bf16 x int8 product in eager mode (module docstring): bf16 arithmetic
+# in hardware.
+ONE_ROW_BF16 = torch.cpu._is_avx512_bf16_supported()
 FLOAT_LINEARS = (nn.Linear, Linear)  # Linear: zoo.blocks.linear's, the zoo's own layers
 # SmoothQuant's migration strength: 0.5 splits each channel's range evenly between activations
 # and weights (the paper's default for BERT- and OPT-sized models).
@@ -87,8 +97,16 @@ class Int8Linear(dynamic.Linear):
     """
 
     input_scale: Tensor | None = None  # 1 / s per input channel where smoothed (module docstring)
+    # The weights for the bf16 product (module docstring): the int8 values (out, in) and each
+    # output channel's scale, applied in float32 after the product (the kernel's own scales would
+    # be bf16, a rounding error of each channel that every token would repeat).
+    int8_weight: Tensor
+    channel_scales: Tensor
+    unit_scales: Tensor  # ones, bf16: the kernel takes its scales in its input's dtype
 
     def forward(self, x: Tensor) -> Tensor:
+        if (ONE_ROW_BF16 and x.numel() == x.shape[-1]) or torch.compiler.is_compiling():
+            return self.bf16_product(x)
         # Each pass over the activations costs about a tenth of the int8 product here, so the row
         # maxima come from the largest and smallest values (two reductions, no |x| tensor made:
         # 1.7x faster than abs then amax on this CPU; torch's infinity norm and aminmax are ~15x
@@ -102,6 +120,20 @@ class Int8Linear(dynamic.Linear):
         out = torch.ops.quantized.linear_dynamic(x, packed, reduce_range=not FULL_RANGE).mul_(rows)
         return (out if self.float_bias is None else out.add_(self.float_bias)).to(x.dtype)
 
+    def bf16_product(self, x: Tensor) -> Tensor:
+        """x (..., in) -> (..., out): x rounded to bf16 times the int8 weights (module docstring).
+        One row's path, and under torch.compile every batch's, since fbgemm's packed weights are
+        opaque to it."""
+        rows = (
+            x.reshape(-1, x.shape[-1])
+            if self.input_scale is None
+            else x.reshape(-1, x.shape[-1]) * self.input_scale
+        )
+        out = torch.ops.aten._weight_int8pack_mm(rows.to(torch.bfloat16), self.int8_weight, self.unit_scales)
+        out = out.float().mul_(self.channel_scales)
+        out = out if self.float_bias is None else out.add_(self.float_bias)
+        return out.reshape(*x.shape[:-1], -1).to(x.dtype)
+
     @classmethod
     def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> Int8Linear:
         input_scale = getattr(mod, "int8_input_scale", None)
@@ -112,6 +144,9 @@ class Int8Linear(dynamic.Linear):
         weight, bias = layer._packed_params._weight_bias()
         layer.float_bias = bias
         layer._packed_params.set_weight_bias(weight, None)
+        layer.int8_weight = weight.int_repr()
+        layer.channel_scales = weight.q_per_channel_scales().float()
+        layer.unit_scales = torch.ones(weight.shape[0], dtype=torch.bfloat16)
         return layer
 
 

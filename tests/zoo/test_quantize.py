@@ -19,7 +19,7 @@ from zoo.models import ModelConfig, build_model
 from zoo.models.bert import Bert
 from zoo.models.bert_heads import BertForTokenClassification
 from zoo.models.gpt import GPT
-from zoo.quantize import FULL_RANGE, input_ranges, quantize_int8, smooth
+from zoo.quantize import FULL_RANGE, ONE_ROW_BF16, input_ranges, quantize_int8, smooth
 
 VOCAB = 40
 
@@ -117,6 +117,30 @@ def test_an_int8_layer_is_the_float_product_of_its_rounded_activations_and_weigh
 
 
 @torch.no_grad()
+@pytest.mark.skipif(
+    not ONE_ROW_BF16, reason="one row takes the bf16 product only where the CPU has AVX512-BF16"
+)
+def test_one_row_is_its_bf16_rounding_times_the_int8_weights():
+    """A row whose first channel is 1,000x the rest, and a weight that ignores that channel: 8-bit
+    activations on the row's own grid would round every other channel to 0 (leaving the bias);
+    bf16 keeps them to 3 digits."""
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 64)
+    linear.weight[:, 0] = 0.0
+    ranges = {"0": torch.rand(256) + 0.5}
+    layer = quantize_int8(nn.Sequential(copy.deepcopy(linear)), ranges)[0]  # smoothed too
+    x = torch.randn(1, 1, 256)
+    x[..., 0] = 1000.0
+    weight = layer._packed_params._weight_bias()[0]
+    rounded = (x * layer.input_scale).bfloat16().float()
+    expected = rounded @ weight.int_repr().float().T * weight.q_per_channel_scales().float() + linear.bias
+    out = layer(x)
+    assert out.shape == (1, 1, 64)
+    torch.testing.assert_close(out, expected, rtol=1e-2, atol=1e-3)
+    assert ((out - linear(x)).norm() / (linear(x) - linear.bias).norm()).item() < 0.02
+
+
+@torch.no_grad()
 def test_input_ranges_are_each_channels_largest_magnitude_over_every_calibration_batch():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
@@ -194,13 +218,17 @@ def test_quantized_translation_decodes_greedily_with_the_cache():
     assert shortfall(logits, hyps)[chosen].max() <= bound
 
 
-def test_quantized_gpt_generates_greedily_with_the_cache():
+@pytest.mark.parametrize(
+    ("rows", "cache"),
+    [(3, {}), (1, {}), (3, {"cache_implementation": "static", "compile": True})],
+    ids=["batch", "one row", "compiled static step"],  # the last two take the bf16 product
+)
+def test_quantized_gpt_generates_greedily_with_the_cache(rows, cache):
     model = quantize_int8(gpt_model())
-    prompts = ids(3, 5).tolist()
+    prompts = ids(rows, 5).tolist()
     eot = VOCAB - 1
-    new = torch.tensor(
-        generate(model, prompts, GenerationConfig(max_new_tokens=12, min_new_tokens=12, eos_id=eot))
-    )
+    config = GenerationConfig(max_new_tokens=12, min_new_tokens=12, eos_id=eot, **cache)
+    new = torch.tensor(generate(model, prompts, config))
     with torch.no_grad():
         logits = model(torch.cat([torch.tensor(prompts), new], dim=1))[:, 4:-1]  # the 12 predictions
     bound = TOLERANCE * logits.abs().max()
