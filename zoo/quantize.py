@@ -4,14 +4,18 @@ The method is torch's own dynamic quantization (`torch.ao.quantization.quantize_
 weights int8 with one scale per output channel (as CTranslate2's per-row scales), activations
 quantized to uint8 at run time (8 bits where the CPU has VNNI, else torch's 7: `FULL_RANGE`),
 each row on its own scale (`Int8Linear`), products in fbgemm's int8 kernels with int32 sums,
-outputs in float32. One row alone (decoding one sequence) skips the activations' quantization
-where the CPU multiplies bf16 in hardware: the row, rounded to bf16, meets the same int8 weights in
-torch's `_weight_int8pack_mm` (the int8 weight-only scheme of gpt-fast and torchao). A one-row
-product reads each weight once for one use, so its time is reading the weights, which int8 makes
-a quarter of float32's; quantizing one row costs more than that product does (scratch timings on
-this project's Zen 5 with AVX512-BF16, one thread: 256 x 768 and 1024 x 256 weights 2x faster than
-fbgemm's dynamic path; from 4 rows fbgemm's is faster). It is also the path `torch.compile` can
-trace (fbgemm's packed weights are opaque to it), so the static cache's compiled step runs int8.
+outputs in float32. Two other paths multiply the same int8 weights:
+- One row alone in eager mode (decoding one sequence), where the CPU multiplies bf16 in hardware:
+  the row, rounded to bf16 rather than quantized, meets the weights in torch's
+  `_weight_int8pack_mm` (the int8 weight-only scheme of gpt-fast and torchao). A one-row product
+  reads each weight once, so its time is reading the weights, which int8 makes a quarter of
+  float32's, and quantizing the row in eager operations costs more than the product.
+- Under `torch.compile` (the static cache's compiled step), whose tracer cannot enter fbgemm's
+  packed weights: each row rounded to int8 on its own symmetric scale (CTranslate2's scheme) and
+  `torch._int_mm`, int32 sums; inductor fuses the rounding into one kernel.
+Measured on GPT mini decoding one sequence, one thread (bench/results/int8.md, "One row"): eager
+1.2x faster with the bf16 path than with fbgemm's; compiled, 1.3-1.8x faster with `_int_mm` than
+with the bf16 path, and 3x eager fbgemm's.
 
 Chosen over torchao 0.18.0's `Int8DynamicActivationInt8WeightConfig` by one measurement
 (bench/results/int8.md, `python -m bench.int8_speed methods --compile`): a BERT encoder of
@@ -97,15 +101,16 @@ class Int8Linear(dynamic.Linear):
     """
 
     input_scale: Tensor | None = None  # 1 / s per input channel where smoothed (module docstring)
-    # The weights for the bf16 product (module docstring): the int8 values (out, in) and each
-    # output channel's scale, applied in float32 after the product (the kernel's own scales would
-    # be bf16, a rounding error of each channel that every token would repeat).
+    # The int8 weights as a plain tensor (out, in) for the two paths fbgemm does not take (module
+    # docstring), and each output channel's scale, applied in float32 after the product.
     int8_weight: Tensor
     channel_scales: Tensor
-    unit_scales: Tensor  # ones, bf16: the kernel takes its scales in its input's dtype
+    unit_scales: Tensor  # ones, bf16: _weight_int8pack_mm takes its scales in its input's dtype
 
     def forward(self, x: Tensor) -> Tensor:
-        if (ONE_ROW_BF16 and x.numel() == x.shape[-1]) or torch.compiler.is_compiling():
+        if torch.compiler.is_compiling():
+            return self.traced_product(x)
+        if ONE_ROW_BF16 and x.numel() == x.shape[-1]:
             return self.bf16_product(x)
         # Each pass over the activations costs about a tenth of the int8 product here, so the row
         # maxima come from the largest and smallest values (two reductions, no |x| tensor made:
@@ -121,17 +126,30 @@ class Int8Linear(dynamic.Linear):
         return (out if self.float_bias is None else out.add_(self.float_bias)).to(x.dtype)
 
     def bf16_product(self, x: Tensor) -> Tensor:
-        """x (..., in) -> (..., out): x rounded to bf16 times the int8 weights (module docstring).
-        One row's path, and under torch.compile every batch's, since fbgemm's packed weights are
-        opaque to it."""
-        rows = (
-            x.reshape(-1, x.shape[-1])
-            if self.input_scale is None
-            else x.reshape(-1, x.shape[-1]) * self.input_scale
+        """x (..., in) -> (..., out): x rounded to bf16 times the int8 weights, summed in float32
+        (one row's path in eager mode: module docstring)."""
+        out = torch.ops.aten._weight_int8pack_mm(
+            self.rows(x).to(torch.bfloat16), self.int8_weight, self.unit_scales
         )
-        out = torch.ops.aten._weight_int8pack_mm(rows.to(torch.bfloat16), self.int8_weight, self.unit_scales)
-        out = out.float().mul_(self.channel_scales)
-        out = out if self.float_bias is None else out.add_(self.float_bias)
+        return self.finish(out.float().mul_(self.channel_scales), x)
+
+    def traced_product(self, x: Tensor) -> Tensor:
+        """x (..., in) -> (..., out) in operations torch.compile traces: each row rounded to int8 on
+        its own symmetric scale (CTranslate2's scheme), times the int8 weights in `torch._int_mm`
+        (exact int32 sums)."""
+        rows = self.rows(x)
+        scale = rows.abs().amax(-1, keepdim=True).clamp(min=torch.finfo(rows.dtype).tiny) / 127
+        sums = torch._int_mm((rows / scale).round().to(torch.int8), self.int8_weight.t())
+        return self.finish(sums.float() * (scale * self.channel_scales), x)
+
+    def rows(self, x: Tensor) -> Tensor:
+        """x (..., in) as (rows, in), smoothed where the layer is."""
+        rows = x.reshape(-1, x.shape[-1])
+        return rows if self.input_scale is None else rows * self.input_scale
+
+    def finish(self, out: Tensor, x: Tensor) -> Tensor:
+        """The (rows, out) float32 product of x with its bias added, in x's leading shape and dtype."""
+        out = out if self.float_bias is None else out + self.float_bias
         return out.reshape(*x.shape[:-1], -1).to(x.dtype)
 
     @classmethod

@@ -141,6 +141,26 @@ def test_one_row_is_its_bf16_rounding_times_the_int8_weights():
 
 
 @torch.no_grad()
+def test_the_traced_product_rounds_each_row_to_int8_on_its_own_scale_and_sums_exactly():
+    """torch.compile's path (zoo.quantize.Int8Linear.traced_product), run eagerly: rows of very
+    different sizes each keep their precision, and the integer sums are exact."""
+    torch.manual_seed(0)
+    linear = nn.Linear(37, 13)  # no multiple of 8 anywhere
+    layer = quantize_int8(nn.Sequential(copy.deepcopy(linear)), {"0": torch.rand(37) + 0.5})[0]
+    x = torch.randn(2, 3, 37) * torch.tensor([1e-3, 1.0, 100.0])[:, None]
+    rows = (x * layer.input_scale).reshape(-1, 37).double()
+    scale = rows.abs().amax(-1, keepdim=True) / 127
+    weight = layer._packed_params._weight_bias()[0]
+    sums = (rows / scale).round() @ weight.int_repr().double().T
+    expected = sums * scale * weight.q_per_channel_scales().double() + linear.bias.double()
+    out = layer.traced_product(x)
+    assert out.shape == (2, 3, 13)
+    torch.testing.assert_close(out.double(), expected.reshape(2, 3, 13), rtol=1e-5, atol=1e-6)
+    error = (out - linear(x)).abs().amax(-1) / linear(x).abs().amax(-1)
+    assert error.max() < 0.03, error
+
+
+@torch.no_grad()
 def test_input_ranges_are_each_channels_largest_magnitude_over_every_calibration_batch():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
@@ -221,7 +241,7 @@ def test_quantized_translation_decodes_greedily_with_the_cache():
 @pytest.mark.parametrize(
     ("rows", "cache"),
     [(3, {}), (1, {}), (3, {"cache_implementation": "static", "compile": True})],
-    ids=["batch", "one row", "compiled static step"],  # the last two take the bf16 product
+    ids=["batch", "one row", "compiled static step"],  # fbgemm, bf16 (with AVX512-BF16), torch._int_mm
 )
 def test_quantized_gpt_generates_greedily_with_the_cache(rows, cache):
     model = quantize_int8(gpt_model())
