@@ -33,6 +33,7 @@ import argparse
 import copy
 import json
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -166,6 +167,9 @@ def gpt_model(run: str, preset: str) -> tuple[nn.Module, str]:
         return trained_gpt(run), run
     from bench.gpt_speed import PRESETS, models
 
+    if preset not in PRESETS:
+        print(f"bench.int8_speed: --preset {preset!r}: choose from {', '.join(PRESETS)}", file=sys.stderr)
+        raise SystemExit(2)
     return models(preset, PRESETS[preset].vocab, noise=0.3)[0], f"the {preset} preset, random weights"
 
 
