@@ -5,7 +5,8 @@ highest, and beside each the test score its `best.pt` reached (`zoo evaluate ...
 
     python -m bench.finetune_grid runs/sst2-grid/* [--metric score] [--out bench/results/DIR]
 
-Writes finetune_grid.{json,md} into --out.
+Writes finetune_grid.{json,md} into --out, and finetune_grid.png (each run's test score against
+its dev score, the chosen one marked) once every run has a test score.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ import argparse
 import json
 from pathlib import Path
 
+import matplotlib
 import yaml
+
+matplotlib.use("Agg")  # files only: no display needed
+import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.output import add_out_option
 from bench.tables import Column
@@ -62,6 +67,25 @@ def choose(rows: list[dict]) -> list[dict]:
     return [{**row, "chosen": "yes" if i == chosen else ""} for i, row in enumerate(rows)]
 
 
+def plot(rows: list[dict], metric: str, path: Path) -> None:
+    """Test against dev, one point per run labelled by its batch size and rate, the chosen run
+    filled: whether the dev split ranks the runs as the test split does."""
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    for row in rows:
+        chosen = row["chosen"] == "yes"
+        ax.scatter(row["dev"], row["test"], s=40, color="C3" if chosen else "C0", zorder=3)
+        label = f"{row['batch']}, {row['lr']:g}" + (" (chosen)" if chosen else "")
+        ax.annotate(label, (row["dev"], row["test"]), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel(f"best dev {metric} (chooses)")
+    ax.set_ylabel(f"test {metric} of that checkpoint")
+    ax.set_title("runs labelled batch size, learning rate", fontsize=9)
+    ax.margins(x=0.2, y=0.1)  # room for the labels right of the points
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -80,6 +104,8 @@ def main() -> None:
     )
     text = "\n".join(table(rows, COLUMNS)) + "\n"
     (args.out / "finetune_grid.md").write_text(text)
+    if all(row["test"] is not None for row in rows):
+        plot(rows, args.metric, args.out / "finetune_grid.png")
     print(text)
 
 

@@ -40,6 +40,7 @@ def test_the_run_with_the_best_dev_score_is_chosen_whatever_its_test_score(tmp_p
         (70.0, 100, None),
     ]
     assert [r["chosen"] for r in rows] == ["", "yes", ""]
+    assert not (out / "finetune_grid.png").exists()  # c has no test score to draw
     chosen_line = next(line for line in (out / "finetune_grid.md").read_text().splitlines() if "yes" in line)
     assert chosen_line.startswith(f"| {b} | 32 |")
     assert chosen_line in capsys.readouterr().out
@@ -52,3 +53,10 @@ def test_an_unfinished_run_is_refused_by_name(tmp_path):
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(SystemExit, match=r"a: unfinished \(last dev score at step 200 of 1000\)"):
         finetune_grid.grid_row(run, "score")
+
+
+def test_the_figure_is_drawn_once_every_run_has_a_test_score(tmp_path, monkeypatch):
+    runs = [fake_run(tmp_path, "a", 16, [80.0], test=81.0), fake_run(tmp_path, "b", 32, [82.0], test=80.0)]
+    monkeypatch.setattr(sys, "argv", ["finetune_grid", *map(str, runs), "--out", str(tmp_path / "out")])
+    finetune_grid.main()
+    assert (tmp_path / "out" / "finetune_grid.png").read_bytes().startswith(b"\x89PNG")
