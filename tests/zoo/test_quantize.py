@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
 
+from zoo.blocks.linear import backend
 from zoo.config import UserError
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import GenerationConfig, generate, greedy_search
@@ -254,3 +255,18 @@ def test_quantized_gpt_generates_greedily_with_the_cache(rows, cache):
     bound = TOLERANCE * logits.abs().max()
     logits[..., eot] = float("-inf")  # forbidden until min_new_tokens
     assert shortfall(logits, new).max() <= bound
+
+
+def test_an_int8_gpt_decoding_one_row_leaves_its_embeddings_row_major(monkeypatch, request):
+    """Its products are all int8, so zoo.blocks.linear.single_row_weights has nothing to move: the
+    float32 embeddings, only looked up, are not copied column-major (as a float32 GPT's tied ones
+    are: tests/zoo/decode/test_lm_generate.py)."""
+    monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
+    backend.cache_clear()
+    request.addfinalizer(backend.cache_clear)  # the backend the environment chooses, after
+    model = quantize_int8(gpt_model())
+    weight, address = model.tokens.weight, model.tokens.weight.data_ptr()
+    strides: list[tuple[int, ...]] = []
+    config = GenerationConfig(max_new_tokens=6, min_new_tokens=6, eos_id=VOCAB - 1)
+    generate(model, ids(1, 5).tolist(), config, on_token=lambda _: strides.append(weight.stride()))
+    assert strides == [(weight.shape[1], 1)] * 6 and weight.data_ptr() == address

@@ -191,17 +191,29 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
       product while the context is open is split into one batched call (`split_product`), under
       torch.compile too: GPT mini (36 MB) 1.63x the row-major step at one thread and 2.10x
       at two, GPT-2 small (500 MB) 1.36x / 1.27x; column-major there 0.75x-1.37x.
-    From two or more rows on, row-major wins at some sizes: one row only.
+    From two or more rows on, row-major wins at some sizes: one row only. Only the weights that
+    products read count and move (`_product_weights`).
     """
     weights = []
     if backend() == "onednn":
-        weights = [p for p in module.parameters() if p.dim() == 2 and _plain(p) and p.is_contiguous()]
+        weights = [p for p in _product_weights(module) if p.dim() == 2 and _plain(p) and p.is_contiguous()]
     if sum(p.nbytes for p in weights) > cache_bytes():
         context = _split()
     else:
         context = _column_major(weights)
     with context:
         yield
+
+
+def _product_weights(module: nn.Module) -> list[Tensor]:
+    """The weights the module's products read: its nn.Linear layers' and, where it names one, the
+    output projection it multiplies by (`output_product_weight`: GPT's tied embeddings, None once
+    zoo.quantize gave them an int8 copy). Weights only looked up (embeddings, positions) keep
+    their layout: a lookup reads one row, which column-major storage would scatter, and moving a
+    large embedding costs a copy of it (16 MB for GPT mini's, ~4-8 ms) per generation."""
+    weights = [m.weight for m in module.modules() if isinstance(m, nn.Linear)]
+    output = getattr(module, "output_product_weight", None)
+    return list(dict.fromkeys(weights + ([] if output is None else [output])))
 
 
 @contextlib.contextmanager

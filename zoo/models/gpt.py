@@ -152,6 +152,12 @@ class GPT(nn.Module):
         """The output projection (V, D): the token embeddings, tied."""
         return self.tokens.weight
 
+    @property
+    def output_product_weight(self) -> Tensor | None:
+        """The float weight the logits' product reads (the tied embeddings), or None where an int8
+        copy computes the logits (zoo.blocks.linear.single_row_weights lays out what products read)."""
+        return self.output_weight if self.int8_output is None else None
+
     def logits(self, hidden: Tensor) -> Tensor:
         """hidden (..., D) -> next-token logits (..., V) through the tied output projection, or
         its int8 copy when the model is quantized."""

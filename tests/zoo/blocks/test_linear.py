@@ -147,7 +147,8 @@ def test_single_row_weights_of_a_cached_size_go_column_major_and_come_back_train
     with torch.inference_mode(inference), linear_module.single_row_weights(model):
         for name, p in model.named_parameters():
             assert p is params[name] and torch.equal(p, before[name])
-            assert p.dim() == 1 or p.stride() == (1, p.shape[0])
+        assert model[2].weight.stride() == (1, OUT)  # the product's weight, column-major
+        assert model[0].weight.is_contiguous()  # a lookup's stays row-major
         inside = model(x)
     assert all(p.is_contiguous() and torch.equal(p, before[n]) for n, p in model.named_parameters())
     torch.testing.assert_close(inside, model(x).detach(), rtol=1e-5, atol=1e-5)
