@@ -12,7 +12,7 @@ outputs in float32. Two other paths multiply the same int8 weights:
   float32's, and quantizing the row in eager operations costs more than the product.
 - Under `torch.compile` (the static cache's compiled step), whose tracer cannot enter fbgemm's
   packed weights: each row rounded to int8 on its own symmetric scale (CTranslate2's scheme) and
-  `torch._int_mm`, int32 sums; inductor fuses the rounding into one kernel.
+  `torch._int_mm`, int32 sums; inductor compiles the rounding into its own C++ kernels.
 Measured on GPT mini decoding one sequence, one thread (bench/results/int8.md, "One row"): eager
 1.2x faster with the bf16 path than with fbgemm's; compiled, 1.3-1.8x faster with `_int_mm` than
 with the bf16 path, and 3x eager fbgemm's.
