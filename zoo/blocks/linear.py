@@ -206,14 +206,15 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
 
 
 def _product_weights(module: nn.Module) -> list[Tensor]:
-    """The weights the module's products read: its nn.Linear layers' and, where it names one, the
-    output projection it multiplies by (`output_product_weight`: GPT's tied embeddings, None once
-    zoo.quantize gave them an int8 copy). Weights only looked up (embeddings, positions) keep
-    their layout: a lookup reads one row, which column-major storage would scatter, and moving a
-    large embedding costs a copy of it (16 MB for GPT mini's, ~4-8 ms) per generation."""
+    """The weights the module's products read: its nn.Linear layers' and, where it or a submodule
+    names one, the output projection multiplied by (`output_product_weight`: GPT's tied
+    embeddings, None once zoo.quantize gave them an int8 copy). Weights only looked up
+    (embeddings, positions) keep their layout: a lookup reads one row, which column-major storage
+    would scatter, and moving a large embedding costs a copy of it (16 MB for GPT mini's, ~4-8
+    ms) per generation."""
     weights = [m.weight for m in module.modules() if isinstance(m, nn.Linear)]
-    output = getattr(module, "output_product_weight", None)
-    return list(dict.fromkeys(weights + ([] if output is None else [output])))
+    outputs = [getattr(m, "output_product_weight", None) for m in module.modules()]
+    return list(dict.fromkeys(weights + [w for w in outputs if w is not None]))
 
 
 @contextlib.contextmanager
