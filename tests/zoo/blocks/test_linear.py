@@ -156,6 +156,28 @@ def test_single_row_weights_of_a_cached_size_go_column_major_and_come_back_train
     assert model[2].weight.grad is not None
 
 
+class TiedLookup(nn.Module):
+    """An embedding its model also multiplies by, named as GPT names its tied output projection."""
+
+    def __init__(self, multiplied: bool) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(OUT, IN)
+        self.multiplied = multiplied
+
+    @property
+    def output_product_weight(self) -> torch.Tensor | None:
+        return self.tokens.weight if self.multiplied else None
+
+
+@pytest.mark.parametrize("multiplied", [True, False])
+def test_single_row_weights_move_a_named_output_projection_even_inside_a_wrapper(use, multiplied):
+    use("onednn")
+    inner = TiedLookup(multiplied)
+    with linear_module.single_row_weights(nn.ModuleList([inner])):
+        assert inner.tokens.weight.is_contiguous() != multiplied  # column-major only if multiplied
+    assert inner.tokens.weight.is_contiguous()
+
+
 def test_single_row_weights_change_nothing_on_backend_torch(use):
     use("torch")
     model = Linear(IN, OUT)
