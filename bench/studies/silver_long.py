@@ -35,7 +35,8 @@ def figure(folder: Path, runs: list[str], prefix: str, out: Path) -> None:
     for name in runs:
         if not (folder / name).is_file():  # read_metrics would read a missing file as no records
             raise FileNotFoundError(folder / name)
-        valid, train = read_metrics(folder / name, "valid"), read_metrics(folder / name, "train")
+        log = read_metrics(folder / name)  # once, then split by split
+        valid, train = ([r for r in log if r["split"] == split] for split in ("valid", "train"))
         f1.plot(
             [r["step"] for r in valid], [r["f1"] for r in valid], linewidth=1, label=f"dev, greedy ({name})"
         )
