@@ -21,6 +21,7 @@ from bench.finetune_grid import grid_row
 from bench.output import add_out_option
 from bench.tables import Column
 from bench.tables import markdown as table
+from zoo.cli import main_guard
 from zoo.train.soup import greedy_soup, write_soup
 from zoo.verbs import commands
 from zoo.verbs.registry import get_spec
@@ -45,6 +46,7 @@ def evaluator(task: str, split: str, data_dir: str, threads: int):
     return score
 
 
+@main_guard
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

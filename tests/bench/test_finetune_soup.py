@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,3 +57,16 @@ def test_dev_chooses_the_greedy_soup_and_test_is_scored_last(tmp_path, monkeypat
     assert (uniform["dev"], uniform["test"]) == (-31.0, -67.0)
     assert "uniform soup of 3: dev -31.00, test -67.00" in capsys.readouterr().out
     assert sorted(p.name for p in (soups / "checkpoints").iterdir()) == ["greedy.pt", "uniform.pt"]
+
+
+def test_a_run_without_its_checkpoint_is_one_line_and_exit_2(tmp_path):
+    a = with_checkpoint(fake_run(tmp_path, "a", 16, [90.0]), 1.0)
+    b = fake_run(tmp_path, "b", 32, [95.0])  # the best on dev, but its checkpoints are gone
+    argv = [str(a), str(b), "--task", "bert_finetune", "--data_dir", "d", "--soups", str(tmp_path / "s")]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.finetune_soup", *argv, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: checkpoint not found: {b / 'checkpoints' / 'best.pt'}"
