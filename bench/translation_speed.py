@@ -465,21 +465,25 @@ def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
     return rows
 
 
-def profile(preset: Preset, path: Path, run: str = "") -> None:
+def profile(preset: Preset, path: Path, run: str = "", *, int8: bool = False) -> None:
     """torch.profiler key averages of zoo's beam search, one thread: on the preset (random
-    weights, full length), or on `run`'s test set (real early stopping)."""
+    weights, full length), or on `run`'s test set (real early stopping); `int8`: with the
+    model's linears in int8 (zoo.quantize)."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as profiler
 
     torch.set_num_threads(1)
     if run:
-        _, zoo, _, name = trained_decode(run)
+        translator, zoo, _, name = trained_decode(run)
+        if int8:
+            quantize_int8(translator.model)  # in place: `zoo` decodes with this very model
         decode = zoo()
         what = f"the trained run {run} on {name} (beam {BEAM}, alpha {ALPHA}, real early stopping)"
     else:
         src = random_batch(preset, preset.decode_batch)[0]
         torch.manual_seed(0)
-        decode = zoo_beam(build_ours(preset).eval(), [src])
+        model = build_ours(preset).eval()
+        decode = zoo_beam(quantize_int8(model) if int8 else model, [src])
         what = (
             f"beam {BEAM}, alpha {ALPHA}, source length + {EXTRA_LEN}, random weights (every "
             f"hypothesis runs to the limit)\n# preset {asdict(preset)}"
@@ -489,7 +493,8 @@ def profile(preset: Preset, path: Path, run: str = "") -> None:
         decode()
     table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=40)
     path.write_text(
-        f"# Profile of zoo.decode.beam_search, `{command()}`\n# {what}, one thread, "
+        f"# Profile of zoo.decode.beam_search, `{command()}`\n# {what}, "
+        f"{'int8 linears' if int8 else 'fp32'}, one thread, "
         f"torch {torch.__version__}\n# machine: {cpu_model()}, load average "
         f"{os.getloadavg()[0]:.1f} at the start\n\n{table}\n"
     )
@@ -600,11 +605,12 @@ def main() -> None:
         default="",
         help="write a profile of zoo's beam search (on --run if given) to FILE and stop",
     )
+    parser.add_argument("--int8", action="store_true", help="--profile: with int8 linears")
     add_out_option(parser)
     args = parser.parse_args()
     preset = PRESETS[args.preset]
     if args.profile:
-        profile(preset, Path(args.profile), args.run)
+        profile(preset, Path(args.profile), args.run, int8=args.int8)
         return
     import ctranslate2
     import transformers
