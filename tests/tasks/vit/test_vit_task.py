@@ -18,7 +18,7 @@ from tasks.vit.data import ImageData, TensorImages
 from tasks.vit.figures import attention_rollout, confusion_matrix
 from tasks.vit.spec import ViTSpec
 from tasks.vit.task import ViTTask, build_model, num_parameters, soft_target_cross_entropy
-from zoo.blocks import Encoder
+from zoo.blocks import Encoder, attention_maps
 from zoo.config import load_config, to_dict
 from zoo.convert.timm_vit import zoo_to_timm
 from zoo.train import RunContext, fit
@@ -93,11 +93,49 @@ def test_train_batches_are_reproducible_and_resume_mid_epoch() -> None:
     assert not torch.equal(ranks[0][0][0], ranks[1][0][0])
 
 
-def test_attention_rollout_is_a_distribution_over_patches() -> None:
-    model = build_model(ModelConfig(image_size=8, patch_size=2, in_chans=1), mean=(0.3,), std=(0.4,))
-    maps = attention_rollout(model.eval(), torch.rand(3, 1, 8, 8))
-    assert maps.shape == (3, 4, 4)
-    assert torch.allclose(maps.sum(dim=(1, 2)), torch.ones(3)) and (maps >= 0).all()
+def full_forward_everywhere(monkeypatch) -> None:
+    """Every encoder layer runs for every token (the last one otherwise runs for the class token
+    alone), so each layer's recorded maps are square."""
+    full_forward = Encoder.forward
+    monkeypatch.setattr(
+        Encoder,
+        "forward",
+        lambda self, x, *, pad_mask=None, outputs=None: full_forward(self, x, pad_mask=pad_mask)[
+            :, outputs or slice(None)
+        ],
+    )
+
+
+def test_attention_rollout_follows_abnar_and_zuidema(monkeypatch) -> None:
+    """Against the rollout written out per image from the recorded maps: each layer's
+    head-averaged weights mixed half-and-half with the identity and renormalised, multiplied from
+    the first layer up; the pooled rows' mean over the patch tokens, renormalised."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(image_size=8, patch_size=2, in_chans=1), mean=(0.3,), std=(0.4,)).eval()
+    with torch.no_grad():  # peaked attention, so that a wrong order or mixing shows
+        for layer in model.encoder.layers:
+            layer.self_attn.qkv_proj.weight.mul_(6)
+    images = torch.rand(3, 1, 8, 8)
+    full_forward_everywhere(monkeypatch)
+    with attention_maps(model.encoder) as maps:
+        model(images)
+    layers = [maps[f"layers.{i}.self_attn"][0] for i in range(len(model.encoder.layers))]
+    n, p = layers[0].shape[-1], model.num_prefix
+    assert model.pool == "avg"
+    expected = []
+    for b in range(len(images)):
+        rollout = torch.eye(n)
+        for weights in layers:
+            mixed = 0.5 * weights[b].mean(dim=0) + 0.5 * torch.eye(n)
+            rollout = (mixed / mixed.sum(dim=1, keepdim=True)) @ rollout
+        patches = rollout[p:, p:].mean(dim=0)
+        expected.append((patches / patches.sum()).reshape(4, 4))
+    expected = torch.stack(expected)
+    assert expected.max() > 1.3 * expected.min()  # not uniform: a map that ignores attention fails
+    torch.testing.assert_close(attention_rollout(model, images), expected)
+
+
+def test_confusion_matrix_counts_true_rows_against_predicted_columns() -> None:
     matrix = confusion_matrix(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3)
     assert matrix.tolist() == [[1, 0, 0], [0, 1, 1], [0, 0, 1]]
 
@@ -109,14 +147,7 @@ def test_rollout_with_the_class_token_alone_in_the_last_layer_equals_full_maps(m
     model = build_model(ModelConfig(image_size=8, patch_size=2, in_chans=1), mean=(0.3,), std=(0.4,))
     images = torch.rand(3, 1, 8, 8)
     class_token_only = attention_rollout(model.eval(), images)
-    full_forward = Encoder.forward
-    monkeypatch.setattr(
-        Encoder,
-        "forward",
-        lambda self, x, *, pad_mask=None, outputs=None: full_forward(self, x, pad_mask=pad_mask)[
-            :, outputs or slice(None)
-        ],
-    )
+    full_forward_everywhere(monkeypatch)
     torch.testing.assert_close(attention_rollout(model, images), class_token_only)
 
 

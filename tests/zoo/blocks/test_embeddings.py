@@ -21,13 +21,6 @@ def test_scaled_by_sqrt_dim_with_unit_variance_output_and_zero_padding_row():
     assert TokenEmbedding(10, 4, scale=False).scale == 1.0
 
 
-def test_tied_output_projection_shares_the_tensor():
-    emb = TokenEmbedding(12, 8)
-    out = nn.Linear(8, 12, bias=False)
-    out.weight = emb.weight
-    assert out.weight.data_ptr() == emb.weight.data_ptr()
-
-
 def test_sequence_embedding_adds_positions_at_the_offset_and_shares_tokens():
     torch.manual_seed(0)
     src = SequenceEmbedding(20, 8, max_len=16, padding_idx=0)

@@ -79,8 +79,24 @@ def test_initialisation_and_tied_decoder():
     assert abs(weight[1:].std().item() - 0.02) < 1e-3 and (weight[0] == 0).all()
     assert abs(model.encoder.layers[0].ffn.fc1.weight.std().item() - 0.02) < 1e-3
     assert (model.mlm_head.bias == 0).all() and (model.encoder.layers[1].ffn_res.norm.weight == 1).all()
-    names = [n for n, _ in model.named_parameters()]
-    assert not any("decoder" in n for n in names)  # the MLM decoder is the word embedding matrix
+
+
+def test_the_mlm_decoder_is_the_word_embedding_matrix():
+    """Moving word 7's embedding moves only word 7's MLM logit, by the head's transformed
+    hidden state times the move, when word 7 is not in the input (so the encoder sees nothing)."""
+    torch.manual_seed(0)
+    model = build_bert(BertModelConfig(num_layers=1, dim=16, num_heads=2, ffn_dim=32), 40, 0).eval()
+    ids = torch.tensor([[2, 3, 4, 5, 6]])
+    before = model(ids).mlm
+    delta = torch.randn(16)
+    with torch.no_grad():
+        model.embeddings.tokens.weight[7] += delta
+    after = model(ids).mlm
+    head = model.mlm_head
+    transformed = head.norm(head.act(head.dense(model.encode(ids))))
+    torch.testing.assert_close(after[..., 7] - before[..., 7], transformed @ delta)
+    others = torch.arange(40) != 7
+    torch.testing.assert_close(after[..., others], before[..., others], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("width", [3, 20])  # 20: wider than the 17 positions of a row
