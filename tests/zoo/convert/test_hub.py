@@ -18,7 +18,9 @@ def test_an_uncached_bert_hub_name_fails_offline_without_trying_a_download(monke
     assert hub_offline()
     asked = []
     real = huggingface_hub.snapshot_download
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: asked.append(k) or real(*a, **k))
+    monkeypatch.setattr(
+        huggingface_hub, "snapshot_download", lambda *args, **kw: asked.append(kw) or real(*args, **kw)
+    )
     with pytest.raises(UserError, match="'zoo-test/no-such-bert' .*offline and not in the cache"):
         load_hf_bert("zoo-test/no-such-bert")
     assert asked and all(k.get("local_files_only") is True for k in asked)
