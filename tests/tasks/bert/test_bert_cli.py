@@ -3,6 +3,7 @@ tiny run, and Hugging Face directories both ways."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -40,10 +41,18 @@ TEXTS = ["the town lies on the banks of the [MASK] .", "[MASK] was a composer bo
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def trained(tmp_path_factory) -> tuple[Path, str]:
+    """The tiny run's directory and what `train` printed."""
     out = tmp_path_factory.mktemp("bert") / "run"
-    train.main([*TINY, f"--train.out_dir={out}"])
-    return out
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        train.main([*TINY, f"--train.out_dir={out}"])
+    return out, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def run_dir(trained) -> Path:
+    return trained[0]
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +62,19 @@ def hf_dir(run_dir, tmp_path_factory) -> Path:
     return out
 
 
-def test_train_prints_held_out_accuracy_and_next_commands(run_dir, capsys):
+def test_train_prints_held_out_accuracy_and_next_commands(trained):
+    run_dir, printed = trained
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["step"] == 4 and {"mlm_acc", "nsp_acc", "mlm_ppl"} <= set(summary["metrics"])
     assert (run_dir / "tokenizer.json").is_file()
+    metrics = summary["metrics"]
+    held_out = next(line for line in printed.splitlines() if line.startswith("held-out:"))
+    assert held_out.startswith(
+        f"held-out: MLM accuracy {metrics['mlm_acc']:.2f}%  perplexity {metrics['mlm_ppl']:.2f}  "
+        f"NSP accuracy {metrics['nsp_acc']:.2f}%"
+    )
+    assert f"python -m zoo evaluate bert {run_dir} --split valid" in printed
+    assert f"python -m zoo export bert {run_dir} --output OUT_DIR" in printed
 
 
 def test_train_with_too_few_examples_for_a_batch_names_the_batch_size(tmp_path, capsys):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tasks.translation import evaluate, translate
+from tasks.translation import task as translation_task
 from tasks.translation.config import TranslationConfig
 from tasks.translation.spec import TranslationSpec
 from tasks.translation.task import TranslationTask, translate_ids
@@ -102,13 +103,21 @@ def test_tiny_model_learns_the_synthetic_corpus(trained_run):
     assert task.artifacts() == {"spm.model": (result.run_dir / "spm.model").read_bytes()}
 
 
-def test_evaluate_cli_scores_the_test_split(trained_run, capsys):
+def test_evaluate_cli_scores_the_test_split(trained_run, capsys, monkeypatch):
     out, _, _ = trained_run
+    searches = []
+    real = translation_task.beam_search
+    monkeypatch.setattr(
+        translation_task, "beam_search", lambda *a, **kw: searches.append(kw) or real(*a, **kw)
+    )
     result = evaluate.main([str(out), "--checkpoint", "last", "--beam_size", "2"])
     assert result["sentences"] == 100 and result["bleu"] >= 15.0 and result["patience"] == 0.0
     assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in capsys.readouterr().out  # the signature
+    assert searches and all(kw["patience"] is None and kw["beam_size"] == 2 for kw in searches)
+    searches.clear()
     patient = evaluate.main([str(out), "--checkpoint", "last", "--beam_size", "2", "--patience", "1"])
-    assert patient["patience"] == 1.0 and abs(patient["bleu"] - result["bleu"]) < 3.0
+    assert patient["patience"] == 1.0
+    assert searches and all(kw["patience"] == 1.0 for kw in searches)  # it reaches the search
 
 
 def test_evaluate_cli_refuses_a_negative_patience(trained_run, capsys):
