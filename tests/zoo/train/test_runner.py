@@ -37,10 +37,13 @@ def test_the_summary_reports_the_processes_peak_memory_in_gib(tiny_cfg):
     assert "peak_cuda_gib" not in summary  # a CPU run
 
 
-def test_resume_continues_exactly(tiny_cfg, tmp_path):
-    """N steps + checkpoint + resume + N steps == 2N uninterrupted steps, dropout included."""
+@pytest.mark.parametrize("ema_decay", [0.0, 0.6])
+def test_resume_continues_exactly(tiny_cfg, tmp_path, ema_decay):
+    """N steps + checkpoint + resume + N steps == 2N uninterrupted steps, dropout included, and
+    the EMA of the weights too when one is kept."""
     cfg = tiny_cfg
     cfg.dropout = 0.3  # the RNG state must be restored for this to match
+    cfg.train.ema_decay = ema_decay
     cfg.data.batches_per_epoch = 3  # resume lands mid-epoch and crosses an epoch boundary
     whole = copy.deepcopy(cfg)
     whole.train.out_dir, whole.train.max_steps = str(tmp_path / "whole"), 8
@@ -57,6 +60,15 @@ def test_resume_continues_exactly(tiny_cfg, tmp_path):
     split, uninterrupted = final_weights(tmp_path / "split"), final_weights(tmp_path / "whole")
     for name in uninterrupted:
         torch.testing.assert_close(split[name], uninterrupted[name], rtol=0, atol=0)
+    if ema_decay:
+        last = lambda d: load_checkpoint(step_checkpoints(d / "checkpoints")[-1])  # noqa: E731
+        split_ema, whole_ema = (
+            ema_weights_of(last(tmp_path / "split")),
+            ema_weights_of(last(tmp_path / "whole")),
+        )
+        assert split_ema.keys() == whole_ema.keys()
+        for name in whole_ema:
+            torch.testing.assert_close(split_ema[name], whole_ema[name], rtol=0, atol=0)
 
 
 def test_a_run_extended_on_resume_cools_down_to_its_new_end(tiny_cfg):
@@ -218,15 +230,31 @@ def test_evaluation_runs_without_autograd(tiny_cfg):
     assert task.eval_grad_enabled == [False]
 
 
-def test_ema_is_evaluated_and_checkpointed(tiny_cfg):
-    tiny_cfg.train.ema_decay = 0.5
+def ema_weights_of(state: dict) -> dict:
+    return {k.removeprefix("module."): v for k, v in state["ema"].items() if k.startswith("module.")}
+
+
+def test_ema_follows_its_decay_is_evaluated_and_checkpointed(tiny_cfg):
+    """Saved every step: the EMA starts as the first step's weights, then each step's is
+    d * the previous EMA + (1 - d) * that step's weights, with d = train.ema_decay; evaluation and
+    the returned model use it."""
+    decay = 0.7
+    tiny_cfg.train.ema_decay, tiny_cfg.train.max_steps = decay, 5
+    tiny_cfg.train.save_every, tiny_cfg.train.keep_last = 1, 10
     result = fit(tiny_cfg, ToyTask(tiny_cfg))
-    state = load_checkpoint(step_checkpoints(result.run_dir / "checkpoints")[-1])
-    ema = {k.removeprefix("module."): v for k, v in state["ema"].items() if k.startswith("module.")}
-    assert ema.keys() == state["model"].keys()
-    assert any(not torch.equal(state["model"][k], ema[k]) for k in ema)
+    states = [load_checkpoint(path) for path in step_checkpoints(result.run_dir / "checkpoints")]
+    assert [s["step"] for s in states] == [1, 2, 3, 4, 5]
+    floats = [k for k, v in states[0]["model"].items() if v.is_floating_point()]
+    first = ema_weights_of(states[0])
+    assert all(torch.equal(first[k], states[0]["model"][k]) for k in floats)
+    for before, now in zip(states, states[1:]):
+        ema, previous = ema_weights_of(now), ema_weights_of(before)
+        for k in floats:
+            torch.testing.assert_close(ema[k], decay * previous[k] + (1 - decay) * now["model"][k])
+        assert any(not torch.equal(ema[k], now["model"][k]) for k in floats)
     returned = result.model.state_dict()
-    assert all(torch.equal(returned[k], ema[k]) for k in ema)  # evaluation used the EMA
+    last = ema_weights_of(states[-1])
+    assert all(torch.equal(returned[k], last[k]) for k in last)  # evaluation used the EMA
 
 
 def test_resume_refuses_optimizer_state_of_another_model(tiny_cfg):
