@@ -14,8 +14,10 @@ from transformers import GPT2LMHeadModel, GPT2TokenizerFast
 
 from tasks.gpt import generate, train
 from tasks.gpt.config import GPTConfig
+from tasks.gpt.data import load_texts, token_stream
 from tasks.gpt.spec import GPTOptions, GPTSpec
 from zoo.config import load_config
+from zoo.train import load_trained
 from zoo.verbs.cli import run_verb
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "gpt"
@@ -70,6 +72,21 @@ def test_evaluate_scores_the_held_out_text_per_token_and_byte(run_dir, capsys):
     record = run_verb(GPTSpec(), "evaluate", [str(run_dir), "--split=valid", "--json"])
     assert record["tokens"] > 100 and record["ppl"] > 1.0 and record["bpb"] > 0.0
     assert json.loads((run_dir / "eval_valid.json").read_text())["ppl"] == pytest.approx(record["ppl"])
+
+
+def test_evaluate_of_one_window_is_the_cross_entropy_of_the_held_out_ids(run_dir):
+    """Brute force: the first 20 ids of the held-out split (end-of-text, then its documents) fit
+    one window, so the loss is the mean next-id cross-entropy of one forward over them."""
+    record = run_verb(GPTSpec(), "evaluate", [str(run_dir), "--split=valid", "--limit=20", "--json"])
+    loaded = GPTSpec().load([load_trained(run_dir, GPTConfig)], GPTOptions(run=str(run_dir)))
+    stream = token_stream(load_texts(loaded.recipe.data, "valid"), loaded.tokenizer)
+    ids = torch.tensor([loaded.tokenizer.eot_id, *stream.tolist()][:20])
+    with torch.no_grad():
+        logits = loaded.model.eval()(ids[None])[0]
+    nll = torch.nn.functional.cross_entropy(logits[:-1].float(), ids[1:])
+    assert record["tokens"] == 19
+    assert record["loss"] == pytest.approx(nll.item(), rel=1e-5)
+    assert record["ppl"] == pytest.approx(nll.exp().item(), rel=1e-5)
 
 
 def test_evaluate_scores_wikitext_per_word(run_dir, tmp_path):

@@ -23,6 +23,7 @@ from tasks.bert.data import TOKENIZER_FILE
 from tasks.bert.finetune import heads, train
 from tasks.bert.finetune.config import FinetuneConfig
 from tasks.bert.finetune.spec import FinetuneSpec, sample_input
+from tasks.bert.finetune.splits import read_split
 from tests.tasks.bert.finetune.conftest import tiny_args
 from zoo.config import load_config
 from zoo.data.corpus import KINDS
@@ -71,8 +72,14 @@ def test_train_evaluate_and_predict(run_dir, monkeypatch, capsys):
     assert summary["step"] == 20 and "score" in summary["metrics"]
     record = verb("evaluate", str(run), "--split=test", "--json", "--output", str(run / "test.txt"))
     assert record["head"] == head and record["split"] == "test" and 0 <= record["score"] <= 100
-    assert len((run / "test.txt").read_text().splitlines()) == record["examples"]
+    written = (run / "test.txt").read_text().splitlines()
+    assert len(written) == record["examples"]
     assert json.loads(capsys.readouterr().out.splitlines()[-1]) == record
+    if head == "classify":  # the score is the written labels' agreement with the split's gold ones
+        cfg = load_trained(run, FinetuneConfig).cfg
+        gold = [example.label for example in read_split(cfg, "test", list(KINDS))]
+        agree = sum(line.split("\t")[0] == label for line, label in zip(written, gold, strict=True))
+        assert record["accuracy"] == pytest.approx(100 * agree / len(gold))
     sample = sample_input(head)
     [output] = verb("predict", str(run), "--json", stdin=sample + "\n", monkeypatch=monkeypatch)
     shown = json.loads(capsys.readouterr().out)
