@@ -70,7 +70,7 @@ def tokenizer_for(cfg: DataConfig, run_dir: Path, documents: list[Document]) -> 
     (then saved in the run)."""
     saved = run_dir / TOKENIZER_FILE
     if saved.is_file():
-        return WordPieceTokenizer.from_bytes(saved.read_bytes())
+        return WordPieceTokenizer.from_json_file(saved)
     if cfg.tokenizer:
         tokenizer = WordPieceTokenizer.load(cfg.tokenizer, lowercase=cfg.lowercase)
     elif cfg.source == "synthetic":  # a closed vocabulary: every word, the same in every run

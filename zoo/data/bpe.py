@@ -23,6 +23,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, trainers
 from tokenizers.models import BPE
 
 from zoo.config import UserError
+from zoo.data.hf_tokenizer import HFTokenizer
 from zoo.data.paths import write_atomic
 
 EOT = "<|endoftext|>"
@@ -48,7 +49,7 @@ def _merge_pairs(model: dict) -> list[tuple[str, str]]:
     return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
 
 
-class ByteBPETokenizer:
+class ByteBPETokenizer(HFTokenizer):
     """Text <-> byte-level BPE ids.
 
     Args:
@@ -65,7 +66,8 @@ class ByteBPETokenizer:
         eot_id = tokenizer.token_to_id(EOT)
         if eot_id is None:
             raise UserError(f"byte-level BPE vocabulary lacks the end-of-text token {EOT}")
-        self.tokenizer, self.eot_id = tokenizer, eot_id
+        super().__init__(tokenizer)
+        self.eot_id = eot_id
 
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int, *, min_frequency: int = 2) -> ByteBPETokenizer:
@@ -122,40 +124,7 @@ class ByteBPETokenizer:
                 return cls.from_gpt2_files(path / VOCAB_JSON, path / MERGES_TXT)
             else:
                 raise UserError(f"{path}: holds neither {TOKENIZER_JSON} nor {VOCAB_JSON} with {MERGES_TXT}")
-        if not path.is_file():
-            raise UserError(f"tokenizer not found: {path}")
-        try:
-            return cls.from_bytes(path.read_bytes())
-        except UserError as error:
-            raise UserError(f"{path}: {error}") from None
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> ByteBPETokenizer:
-        """The tokenizer `to_bytes` wrote (or any byte-level BPE `tokenizer.json`)."""
-        try:
-            tokenizer = Tokenizer.from_str(data.decode("utf-8"))
-        except Exception as error:  # bad UTF-8, or tokenizers' own exception on bad JSON
-            raise UserError(f"not a tokenizers JSON file ({error})") from None
-        return cls(tokenizer)
-
-    def to_bytes(self) -> bytes:
-        """The whole pipeline as tokenizers' JSON (a `tokenizer.json`)."""
-        return self.tokenizer.to_str().encode("utf-8")
-
-    @property
-    def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size(with_added_tokens=True)
-
-    def tokens(self) -> list[str]:
-        """Every token (as byte-level characters), in id order."""
-        by_id = {i: t for t, i in self.tokenizer.get_vocab(with_added_tokens=True).items()}
-        return [by_id[i] for i in range(len(by_id))]
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+        return cls.from_json_file(path)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, EOT included as its text, so that decode(encode(x)) == x. Ids that end

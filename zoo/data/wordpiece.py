@@ -11,20 +11,21 @@ every checkpoint of a run; `vocab_text` gives the `vocab.txt` of a Hugging Face 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from tokenizers import Tokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
 
 from zoo.config import UserError
+from zoo.data.hf_tokenizer import HFTokenizer
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 CONTINUATION = "##"
 
 
-class WordPieceTokenizer:
+class WordPieceTokenizer(HFTokenizer):
     """Text <-> WordPiece ids; the special ids are looked up by token, whatever the vocabulary.
 
     Args:
@@ -32,7 +33,7 @@ class WordPieceTokenizer:
     """
 
     def __init__(self, tokenizer: Tokenizer) -> None:
-        self.tokenizer = tokenizer
+        super().__init__(tokenizer)
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         missing = [t for t in SPECIAL_TOKENS if t not in vocab]
         if missing:
@@ -128,46 +129,16 @@ class WordPieceTokenizer:
             path = found[0]
         if path.suffix != ".json":
             return cls.from_vocab(path, lowercase=lowercase)
-        if not path.is_file():
-            raise UserError(f"tokenizer not found: {path}")
-        try:
-            return cls.from_bytes(path.read_bytes())
-        except Exception as error:  # tokenizers raises its own exception type on bad JSON
-            raise UserError(f"{path}: not a tokenizers JSON file ({error})") from None
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> WordPieceTokenizer:
-        """The tokenizer `to_bytes` wrote."""
-        return cls(Tokenizer.from_str(data.decode("utf-8")))
-
-    def to_bytes(self) -> bytes:
-        """The whole pipeline (normaliser, pre-tokeniser, vocabulary) as tokenizers' JSON."""
-        return self.tokenizer.to_str().encode("utf-8")
-
-    @property
-    def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+        return cls.from_json_file(path)
 
     @property
     def lowercase(self) -> bool:
         """Whether the normaliser lowercases (Hugging Face's `do_lower_case`)."""
         return bool(json.loads(self.tokenizer.to_str())["normalizer"]["lowercase"])
 
-    def tokens(self) -> list[str]:
-        """Every piece, in id order."""
-        by_id = {i: t for t, i in self.tokenizer.get_vocab(with_added_tokens=True).items()}
-        return [by_id[i] for i in range(len(by_id))]
-
     def vocab_text(self) -> str:
         """The `vocab.txt` of this vocabulary (Hugging Face and Google's BERT read it)."""
         return "".join(t + "\n" for t in self.tokens())
-
-    def encode(self, text: str) -> list[int]:
-        """WordPiece ids of `text`, without [CLS]/[SEP] (the example builder adds them)."""
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
-
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
         return [self.tokenizer.id_to_token(int(i)) for i in ids]

@@ -66,3 +66,17 @@ def test_load_reads_a_json_a_vocab_or_a_directory_holding_one(tmp_path):
         WordPieceTokenizer.load(run)
     with pytest.raises(UserError, match="neither tokenizer.json nor vocab.txt"):
         WordPieceTokenizer.load(tmp_path)
+
+
+def test_a_corrupt_tokenizer_json_is_one_line_naming_the_problem(tmp_path):
+    """A damaged tokenizer.json (a resumed run's, a checkpoint's) is a UserError, not tokenizers' own
+    exception; read from a file, the message names the file."""
+    whole = WordPieceTokenizer.whole_words(["a small text"]).to_bytes()
+    for data in (b"{not json", b"\xff\xfe", whole[: len(whole) // 2]):
+        with pytest.raises(UserError, match="not a tokenizers JSON file"):
+            WordPieceTokenizer.from_bytes(data)
+    saved = tmp_path / "tokenizer.json"
+    saved.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(UserError, match="not a tokenizers JSON file") as error:
+        WordPieceTokenizer.from_json_file(saved)
+    assert str(error.value).startswith(f"{saved}: ") and "\n" not in str(error.value)
