@@ -21,7 +21,7 @@ from tasks.gpt.config import GPTConfig, GPTDataConfig
 from tasks.gpt.data import load_texts, token_stream
 from tasks.gpt.generation import GenerationOptions, TextStream, prompts_of
 from tasks.gpt.perplexity import score_ids, wikitext_text, wikitext_words
-from tasks.gpt.task import GPTTask, check_vocabulary, tokenizer_of
+from tasks.gpt.task import GPTTask, tokenizer_of
 from zoo.blocks import attention_maps
 from zoo.config import Invalid, UserError
 from zoo.convert.ctranslate2 import write_ctranslate2_gpt
@@ -31,6 +31,7 @@ from zoo.convert.onnx.export import export_gpt
 from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.paths import resolve_data_dir
 from zoo.decode import generate
+from zoo.models.checks import check_vocabulary
 from zoo.models.gpt import GPTModelConfig, build_gpt
 from zoo.plot import plot_self_attention
 from zoo.train import FitResult, Trained
@@ -130,7 +131,7 @@ class GPTSpec(TaskSpec):
             return None
         hf = load_hf_gpt2(options.run)
         tokenizer = ByteBPETokenizer.from_path(hf.directory)
-        check_vocabulary(hf.vocab_size, tokenizer, str(hf.directory))
+        check_vocabulary(str(hf.directory), tokenizer.vocab_size, hf.vocab_size)
         trained = Trained(GPTConfig(model=hf.config), {}, {}, hf.directory, Path("."), 0, False)
         return LoadedGPT(
             hf.model.to(torch.device(options.device)), trained, options.precision or "fp32",

@@ -31,7 +31,7 @@ def tokenizer_for(data: GPTDataConfig, run_dir: Path, texts: list[str]) -> ByteB
     the run, so a resumed run never retrains it)."""
     saved = run_dir / TOKENIZER_FILE
     if saved.is_file():
-        return ByteBPETokenizer.from_bytes(saved.read_bytes())
+        return ByteBPETokenizer.from_json_file(saved)
     if data.tokenizer:
         tokenizer = ByteBPETokenizer.from_path(data.tokenizer)
     else:
@@ -46,15 +46,6 @@ def tokenizer_of(artifacts: dict[str, bytes], source: Path) -> ByteBPETokenizer:
     if TOKENIZER_FILE not in artifacts:
         raise UserError(f"{source}: the checkpoint carries no {TOKENIZER_FILE} (not a GPT run?)")
     return ByteBPETokenizer.from_bytes(artifacts[TOKENIZER_FILE])
-
-
-def check_vocabulary(model_vocab: int, tokenizer: ByteBPETokenizer, where: str) -> None:
-    """A tokenizer whose ids run past the model's embedding table cannot feed it."""
-    if tokenizer.vocab_size > model_vocab:
-        raise UserError(
-            f"{where}: the tokenizer has {tokenizer.vocab_size:,} tokens but the model's vocabulary "
-            f"{model_vocab:,}: they do not belong together"
-        )
 
 
 class GPTTask:

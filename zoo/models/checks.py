@@ -1,6 +1,7 @@
 """Model values checked when the config is read, by the names every zoo model section shares
 (one spelling across tasks): a bad value is one line naming its key, before any work starts,
-instead of a ValueError from deep inside the blocks."""
+instead of a ValueError from deep inside the blocks. Also a tokenizer checked against the
+embedding table of a model loaded for it, which would fail as an index error mid-batch."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from zoo.blocks import ACTIVATIONS, NORMS, POSITIONS, SCORES
-from zoo.config import Invalid
+from zoo.config import Invalid, UserError
 
 CHOICES = {"activation": ACTIVATIONS, "norm": NORMS, "positions": POSITIONS, "attention_score": SCORES}
 POSITIVE = (
@@ -66,3 +67,18 @@ def check_model_values(cfg: Any) -> None:
                     f"{values[key]!r} does not combine with window (restricted attention is scaled_dot "
                     "at dim / num_heads)",
                 )
+
+
+def check_vocabulary(
+    source: str, tokens: int, embeddings: int, *, pad_ids: tuple[int, int] | None = None
+) -> None:
+    """Raise zoo.config.UserError naming `source` when a tokenizer of `tokens` ids cannot feed a
+    model of `embeddings` rows, or with `pad_ids` (the tokenizer's, the model's) when the two
+    pad with different ids."""
+    problems = []
+    if tokens > embeddings:
+        problems.append(f"{tokens:,} tokens, the model only {embeddings:,} embeddings")
+    if pad_ids is not None and pad_ids[0] != pad_ids[1]:
+        problems.append(f"[PAD] {pad_ids[0]}, the model's [PAD] {pad_ids[1]}")
+    if problems:
+        raise UserError(f"{source}: the tokenizer has {' and '.join(problems)}: they do not belong together")

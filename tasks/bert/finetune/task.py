@@ -36,6 +36,7 @@ from zoo.data.documents import Document
 from zoo.data.seeding import seeded
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import BertModelConfig, build_bert
+from zoo.models.checks import check_vocabulary
 from zoo.train import RunContext, Term, Trained, load_trained
 from zoo.train.checkpoint import resolve_checkpoint, save_atomic
 
@@ -73,7 +74,9 @@ def rebuild(run: Trained[FinetuneConfig]) -> tuple[BertHeadModel, WordPieceToken
         raise UserError(f"{run.path}: no {ENCODER_FILE} inside: not a checkpoint of bert_finetune")
     tokenizer = WordPieceTokenizer.from_bytes(run.artifacts[TOKENIZER_FILE])
     encoder = Encoder.from_bytes(run.artifacts[ENCODER_FILE])
-    check_vocabulary(tokenizer, encoder.vocab_size, encoder.pad_id, str(run.path))
+    check_vocabulary(
+        str(run.path), tokenizer.vocab_size, encoder.vocab_size, pad_ids=(tokenizer.pad_id, encoder.pad_id)
+    )
     return run.load_into(encoder.build(run.cfg.head, run.cfg.model.head_dropout)), tokenizer, encoder
 
 
@@ -120,15 +123,6 @@ def load_init(model: ModelConfig) -> LoadedBert:
     if model.init_sha256:
         raise UserError(f"model.init_sha256 pins a Hugging Face directory's weights; {model.init} is not one")
     return load_bert(model.init)
-
-
-def check_vocabulary(tokenizer: WordPieceTokenizer, vocab_size: int, pad_id: int, source: str) -> None:
-    """Refuse a tokenizer whose ids the encoder's embeddings cannot take."""
-    if tokenizer.vocab_size > vocab_size or tokenizer.pad_id != pad_id:
-        raise UserError(
-            f"{source}: the tokenizer ({tokenizer.vocab_size} pieces, [PAD] {tokenizer.pad_id}) does not "
-            f"match the encoder ({vocab_size} embeddings, [PAD] {pad_id})"
-        )
 
 
 def _texts(head: str, examples: list) -> list[str]:
@@ -195,7 +189,12 @@ class FinetuneTask:
             shape = BertModelConfig(**{f.name: getattr(model, f.name) for f in fields(BertModelConfig)})
             return Encoder(shape, self.tokenizer.vocab_size, self.tokenizer.pad_id, self.labels)
         bert = self.pretrained.model
-        check_vocabulary(self.tokenizer, bert.vocab_size, bert.pad_id, model.init)
+        check_vocabulary(
+            model.init,
+            self.tokenizer.vocab_size,
+            bert.vocab_size,
+            pad_ids=(self.tokenizer.pad_id, bert.pad_id),
+        )
         config = replace(self.pretrained.config, dropout=model.dropout, attn_dropout=model.attn_dropout)
         return Encoder(config, bert.vocab_size, bert.pad_id, self.labels)
 
