@@ -2,7 +2,7 @@
 (alias parse: sentences in, bracketed trees out), attention (the chart parser's span scores, the
 seq2seq parser's cross-attention, or the parsed tree), average. One spec serves both parsers:
 what differs is picked by the run's `model.kind` (tasks.parsing.parsers). Parsers of one kind
-ensemble (`--ensemble RUN2:RUN3`: a chart parser's span scores and tag probabilities averaged, a
+ensemble (`--ensemble RUN2:RUN3`: a chart parser's span scores and tag log-probabilities averaged, a
 seq2seq parser's next-symbol probabilities). No export format."""
 
 from __future__ import annotations

@@ -16,15 +16,14 @@ Shape key: B batch, T tokens, D model dim, L labels.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
-import torch
 from torch import Tensor, nn
 
 from zoo.blocks import Dropout
 from zoo.blocks.linear import Linear
 from zoo.models.bert import INIT_STD, Bert
+from zoo.models.ensemble_mean import log_mean_probability
 
 
 class BertEncoder(nn.Module):
@@ -171,14 +170,8 @@ class BertHeadEnsemble(nn.Module):
     ) -> Tensor | SpanLogits:
         outputs = [member(input_ids, token_type_ids, attention_mask) for member in self.members]
         if not isinstance(outputs[0], SpanLogits):
-            return _log_mean_probability(outputs)
+            return log_mean_probability(outputs)
         # A member scores padding too; the mean probability is over the tokens it reads.
         real = input_ids != self.members[0].bert.pad_id if attention_mask is None else attention_mask.bool()
         start, end = ([out[i].masked_fill(~real, float("-inf")) for out in outputs] for i in range(2))
-        return SpanLogits(_log_mean_probability(start), _log_mean_probability(end))
-
-
-def _log_mean_probability(logits: list[Tensor]) -> Tensor:
-    """log(mean of softmax(x) over the list), softmax over the last axis."""
-    log_probs = torch.stack([x.float().log_softmax(dim=-1) for x in logits])
-    return torch.logsumexp(log_probs, dim=0) - math.log(len(logits))
+        return SpanLogits(log_mean_probability(start), log_mean_probability(end))

@@ -11,7 +11,6 @@ Shape key: B sequences, N rows, S source length, T target length, V vocabulary s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from zoo.decode.protocol import Cache
+from zoo.models.ensemble_mean import log_mean_probability
 
 
 class EnsembleCache:
@@ -64,11 +64,11 @@ class Seq2SeqEnsemble(nn.Module):
         """tgt_in (N, T) -> log of the members' mean next-token probabilities (N, T, V), float32."""
         memories = memory.split(self.widths, dim=-1) if memory is not None else [None] * len(self.members)
         caches = cache.caches if cache is not None else [None] * len(self.members)
-        logprobs = [
-            member.decode(tgt_in, part, memory_mask, member_cache).float().log_softmax(dim=-1)
+        logits = [
+            member.decode(tgt_in, part, memory_mask, member_cache)
             for member, part, member_cache in zip(self.members, memories, caches)
         ]
-        return torch.logsumexp(torch.stack(logprobs), dim=0) - math.log(len(self.members))
+        return log_mean_probability(logits)
 
     def new_cache(self, beams: int = 1) -> EnsembleCache:
         return EnsembleCache([member.new_cache(beams) for member in self.members])
