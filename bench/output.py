@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = Path("runs/bench")
-RECORDS = Path(__file__).parent / "results"
 
 
 def add_out_option(parser: argparse.ArgumentParser) -> None:

@@ -38,7 +38,8 @@ What becomes int8 and what stays float32:
 - float32: embeddings (a lookup, no product to speed up), norms, biases (added in float32), and
   two weights the models read as tensors rather than call as modules: cross-attention's fused
   projection (its query rows sliced every step, its key and value rows once per sentence:
-  zoo.blocks.attention) and BERT's masked-LM head (`F.linear` over the token embeddings).
+  zoo.blocks.attention) and BERT's masked-LM head (a product over the token embeddings, not a
+  module).
   CTranslate2 stores all of these in int8, embeddings included; here they stay float32 so that
   neither the models' code nor their checkpoints change.
 

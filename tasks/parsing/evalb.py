@@ -90,7 +90,7 @@ class Scored:
 
     words: list[str]
     tags: list[str]
-    brackets: Counter
+    brackets: Counter[Bracket]
     length: int
 
 
@@ -219,7 +219,7 @@ class EvalbResult:
         return out
 
 
-def _crossing(gold: Counter, test: Counter) -> int:
+def _crossing(gold: Counter[Bracket], test: Counter[Bracket]) -> int:
     spans = [(s, e) for _, s, e in gold]
     count = 0
     for (_, ts, te), n in test.items():

@@ -7,7 +7,9 @@ forward of the newest id per step through the KV cache. Each step's logits go th
 Face's processors and, when sampling, its warpers (zoo.decode.logits_processors); greedy search
 takes the argmax, sampling draws with `torch.multinomial` from a generator seeded by
 `config.seed`. A row ends at EOS, at a stop string or at its length limit
-(zoo.decode.lm_stopping) and then leaves the batch, where Hugging Face would keep it and pad it.
+(zoo.decode.lm_stopping) and then leaves the batch, where Hugging Face would keep it and pad it;
+on a static cache (`StaticLMState.keeps_rows`) it stays, its further ids ignored, since leaving
+would change the shapes the steps run with.
 Greedy and beam search give each prompt the same ids alone or in any batch; sampling draws for
 all rows from one stream, so a prompt's sample depends on the batch it is in (as Hugging Face's).
 

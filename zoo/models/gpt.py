@@ -219,8 +219,8 @@ class GPT(nn.Module):
         return linear_cross_entropy(hidden, self.output_weight, targets, ignore_index=ignore_index)
 
     def num_parameters(self, *, embeddings: bool = True) -> int:
-        """Parameters (each tied weight once); without the position table when not `embeddings`
-        (Kaplan et al.'s N leaves the embeddings out)."""
+        """Parameters (each tied weight once); without the token and position tables when not
+        `embeddings` (Kaplan et al.'s N leaves the embeddings out)."""
         total = sum(p.numel() for p in self.parameters())
         return total if embeddings else total - self.tokens.weight.numel() - self.positions.weight.numel()
 

@@ -102,9 +102,6 @@ class RunDirectory:
             found.append(f"{unreadable} *{UNREADABLE_SUFFIX} checkpoint{'s' if unreadable > 1 else ''}")
         return found
 
-    def holds_run(self) -> bool:
-        return bool(self.contents())
-
     def prepare(self, config_yaml: str, *, resume: bool, may_change: Collection[str] = ()) -> str:
         """Make the directory ready; returns "new", "resume" or "replaced".
 

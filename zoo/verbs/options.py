@@ -18,7 +18,6 @@ from zoo.verbs.io import input_lines
 # One name for the validation split in every task; the names other codebases use are accepted.
 SPLITS = ("train", "valid", "test")
 SPLIT_ALIASES = {"dev": "valid", "validation": "valid", "val": "valid"}
-CHECKPOINTS = ("best", "last", "averaged")
 
 
 @dataclass
