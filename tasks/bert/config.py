@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zoo.data.corpus_split import CorpusConfig
 from zoo.models.bert import BertModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
@@ -15,44 +16,13 @@ SOURCES = ("synthetic", "wikiextractor", "text")
 
 
 @dataclass
-class DataConfig:
+class DataConfig(CorpusConfig):
     source: str = field(
         default="synthetic",
         metadata={
             "help": "synthetic (built in, no files) | wikiextractor (a folder of wiki_NN files) | "
             "text (files with one document per blank-line-separated block)"
         },
-    )
-    data_dir: str = field(
-        default="", metadata={"resume": "may change", "help": "data directory ('' = $ZOO_DATA_DIR)"}
-    )
-    path: str = field(
-        default="enwiki-extract",
-        metadata={
-            "resume": "may change",
-            "help": "wikiextractor: the folder of wiki_NN files; text: the training file (relative "
-            "paths are taken from data_dir)",
-        },
-    )
-    valid: list[str] = field(
-        default_factory=lambda: ["wiki_29"],
-        metadata={
-            "help": "wikiextractor: files of the folder held out for validation; text: validation file(s)"
-        },
-    )
-    wikitext: str = field(
-        default="wikitext-2",
-        metadata={
-            "resume": "may change",
-            "help": "folder with WikiText valid.txt/test.txt that evaluate also scores ('' = none)",
-        },
-    )
-    synthetic_seed: int = field(default=0, metadata={"help": "synthetic: seed of the corpus"})
-    synthetic_train: int = field(default=4000, metadata={"help": "synthetic: training documents"})
-    synthetic_valid: int = field(default=400, metadata={"help": "synthetic: held-out documents"})
-    min_paragraph_words: int = field(
-        default=8,
-        metadata={"help": "wikiextractor: shorter paragraph lines are headings or list leftovers, dropped"},
     )
     tokenizer: str = field(
         default="",

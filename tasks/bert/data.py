@@ -8,9 +8,9 @@ from pathlib import Path
 from tasks.bert.config import SOURCES, DataConfig
 from tasks.bert.examples import PretrainingExamples, TokenizedCorpus
 from zoo.config import UserError
-from zoo.data.corpus import synthetic_documents
-from zoo.data.documents import Document, read_documents, wiki_files
-from zoo.data.paths import under_data_dir, write_atomic
+from zoo.data.corpus_split import split_files, synthetic_split
+from zoo.data.documents import Document, read_documents
+from zoo.data.paths import write_atomic
 from zoo.data.wordpiece import WordPieceTokenizer
 
 log = logging.getLogger(__name__)
@@ -26,21 +26,10 @@ def load_documents(cfg: DataConfig, split: str) -> list[Document]:
     if cfg.source not in SOURCES:
         raise UserError(f"key 'data.source': {cfg.source!r} is not one of {SOURCES}")
     if cfg.source == "synthetic":
-        train, valid = cfg.synthetic_train, cfg.synthetic_valid
-        documents = synthetic_documents(train + valid * (2 if split == "test" else 1), cfg.synthetic_seed)
-        return {"train": documents[:train], "valid": documents[train : train + valid]}.get(
-            split, documents[train + valid :]
-        )
+        return synthetic_split(cfg, split)
     if split == "test":
         raise UserError(f"data.source={cfg.source} has no test documents of its own (WikiText is scored)")
-    if cfg.source == "wikiextractor":
-        files = wiki_files(under_data_dir(cfg.data_dir, cfg.path))
-        unknown = set(cfg.valid) - {f.name for f in files}
-        if unknown:
-            raise UserError(f"key 'data.valid': {sorted(unknown)} not among the files of {cfg.path}")
-        files = [f for f in files if (f.name in cfg.valid) == (split == "valid")]
-    else:
-        files = [under_data_dir(cfg.data_dir, p) for p in ([cfg.path] if split == "train" else cfg.valid)]
+    files = split_files(cfg, split)
     documents, counts = read_documents(files, cfg.source, min_paragraph_words=cfg.min_paragraph_words)
     log.info("%s documents: %s", split, counts.describe())
     if not documents:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zoo.config import Invalid
+from zoo.data.corpus_split import CorpusConfig
 from zoo.models.gpt import GPTModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
 
@@ -16,7 +17,7 @@ SOURCES = ("synthetic", "wikiextractor", "text", "wikitext")
 
 
 @dataclass
-class GPTDataConfig:
+class GPTDataConfig(CorpusConfig):
     source: str = field(
         default="synthetic",
         metadata={
@@ -24,38 +25,6 @@ class GPTDataConfig:
             "text (plain UTF-8 files, documents separated by blank lines) | wikitext (WikiText "
             "files, detokenized)"
         },
-    )
-    data_dir: str = field(
-        default="", metadata={"resume": "may change", "help": "data directory ('' = $ZOO_DATA_DIR)"}
-    )
-    path: str = field(
-        default="enwiki-extract",
-        metadata={
-            "resume": "may change",
-            "help": "wikiextractor: the folder of wiki_NN files; text, wikitext: the training file "
-            "(relative paths are taken from data_dir)",
-        },
-    )
-    valid: list[str] = field(
-        default_factory=lambda: ["wiki_29"],
-        metadata={
-            "help": "wikiextractor: files of the folder held out for validation; text, wikitext: "
-            "the validation file(s)"
-        },
-    )
-    wikitext: str = field(
-        default="wikitext-2",
-        metadata={
-            "resume": "may change",
-            "help": "folder under data_dir with WikiText valid.txt/test.txt that evaluate scores ('' = none)",
-        },
-    )
-    synthetic_seed: int = field(default=0, metadata={"help": "synthetic: seed of the corpus"})
-    synthetic_train: int = field(default=4000, metadata={"help": "synthetic: training documents"})
-    synthetic_valid: int = field(default=400, metadata={"help": "synthetic: held-out documents"})
-    min_paragraph_words: int = field(
-        default=8,
-        metadata={"help": "wikiextractor: shorter paragraph lines are headings or list leftovers, dropped"},
     )
     unk_below: int = field(
         default=0,

@@ -24,9 +24,9 @@ from tasks.gpt.perplexity import wikitext_articles
 from zoo.config import UserError
 from zoo.data.batching import shard
 from zoo.data.bpe import ByteBPETokenizer
-from zoo.data.corpus import synthetic_documents
-from zoo.data.documents import MARKUP, Document, DocumentReader, wiki_files
-from zoo.data.paths import require, under_data_dir
+from zoo.data.corpus_split import split_files, synthetic_split
+from zoo.data.documents import MARKUP, Document, DocumentReader
+from zoo.data.paths import require
 from zoo.data.rare_words import UNK, replace_rare, word_counts
 from zoo.data.seeding import example_rng
 
@@ -86,19 +86,6 @@ def _check_text_file(path: Path) -> None:
         raise UserError(f"{path}: a binary file (NUL bytes), not UTF-8 text")
 
 
-def _split_files(cfg: GPTDataConfig, split: str) -> list[Path]:
-    if cfg.source != "wikiextractor":
-        return [under_data_dir(cfg.data_dir, p) for p in ([cfg.path] if split == "train" else cfg.valid)]
-    folder = under_data_dir(cfg.data_dir, cfg.path)
-    if not folder.is_dir():
-        raise UserError(f"data.path: WikiExtractor folder not found: {folder}")
-    files = wiki_files(folder)
-    unknown = set(cfg.valid) - {f.name for f in files}
-    if unknown:
-        raise UserError(f"key 'data.valid': {sorted(unknown)} not among the files of {folder}")
-    return [f for f in files if (f.name in cfg.valid) == (split == "valid")]
-
-
 def _file_texts(cfg: GPTDataConfig, path: Path, reader: ParagraphReader) -> list[str]:
     _check_text_file(path)
     if cfg.source == "wikitext":
@@ -141,12 +128,12 @@ def read_texts(cfg: GPTDataConfig, split: str) -> list[str]:
     if cfg.source not in SOURCES:
         raise UserError(f"key 'data.source': {cfg.source!r} is not one of {SOURCES}")
     if cfg.source == "synthetic":
-        return [" ".join(d.sentences) for d in _synthetic_documents(cfg, split)]
+        return [" ".join(d.sentences) for d in synthetic_split(cfg, split)]
     if split not in ("train", "valid"):
         raise UserError(f"data.source={cfg.source} has no {split!r} documents of its own (train, valid)")
     wiki = cfg.source == "wikiextractor"
     reader = ParagraphReader(min_paragraph_words=cfg.min_paragraph_words if wiki else 0, drop_markup=wiki)
-    files, texts = _split_files(cfg, split), []
+    files, texts = split_files(cfg, split), []
     for path in files:
         found = _file_texts(cfg, path, reader)
         if not found and not wiki:  # one wiki_NN file may hold only stubs; a text file may not
@@ -161,16 +148,6 @@ def read_texts(cfg: GPTDataConfig, split: str) -> list[str]:
         split, len(texts), len(files), c.headings, c.markup, c.empty_documents,
     )  # fmt: skip
     return texts
-
-
-def _synthetic_documents(cfg: GPTDataConfig, split: str) -> list[Document]:
-    train, valid = cfg.synthetic_train, cfg.synthetic_valid
-    if split not in ("train", "valid", "test"):
-        raise UserError(f"unknown split {split!r}: train, valid or test")
-    documents = synthetic_documents(train + valid * (2 if split == "test" else 1), cfg.synthetic_seed)
-    return {"train": documents[:train], "valid": documents[train : train + valid]}.get(
-        split, documents[train + valid :]
-    )
 
 
 def token_stream(texts: list[str], tokenizer: ByteBPETokenizer) -> np.ndarray:
