@@ -26,7 +26,7 @@ def load_bert(source: str, *, which: str = "best", overrides: list[str] | None =
     if not path.exists() and HUB_NAME.match(source):
         return read_hf_directory(download(source))
     trained = load_trained(path, BertPretrainingConfig, which=which, overrides=overrides)
-    tokenizer = tokenizer_of(trained.artifacts)
+    tokenizer = tokenizer_of(trained.artifacts, trained.path)
     model = build_bert(trained.cfg.model, tokenizer.vocab_size, tokenizer.pad_id)
     trained.load_into(model)
     return LoadedBert(

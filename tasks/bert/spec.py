@@ -106,7 +106,7 @@ class BertSpec(TaskSpec):
 
     def load(self, trained: list[Trained], options: BertOptions) -> LoadedBertRun:
         (run,) = trained
-        tokenizer = tokenizer_of(run.artifacts)
+        tokenizer = tokenizer_of(run.artifacts, run.path)
         model = run.load_into(build_bert(run.cfg.model, tokenizer.vocab_size, tokenizer.pad_id))
         return LoadedBertRun(
             model.to(torch.device(options.device)), run, options.precision or run.cfg.train.precision,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch.nn.functional as F
 from torch import nn
@@ -144,6 +145,8 @@ class BertTask:
         return {TOKENIZER_FILE: self.tokenizer.to_bytes()}
 
 
-def tokenizer_of(artifacts: dict[str, bytes]) -> WordPieceTokenizer:
-    """The tokenizer a checkpoint carries."""
-    return WordPieceTokenizer.from_bytes(artifacts[TOKENIZER_FILE])
+def tokenizer_of(artifacts: dict[str, bytes], source: Path) -> WordPieceTokenizer:
+    """The tokenizer a checkpoint carries; `source`, the checkpoint, starts a corrupt one's error."""
+    if TOKENIZER_FILE not in artifacts:
+        raise UserError(f"{source}: the checkpoint carries no {TOKENIZER_FILE} (not a BERT run?)")
+    return WordPieceTokenizer.from_bytes(artifacts[TOKENIZER_FILE], source=f"{source}: {TOKENIZER_FILE}")

@@ -45,7 +45,7 @@ def tokenizer_of(artifacts: dict[str, bytes], source: Path) -> ByteBPETokenizer:
     """The tokenizer a checkpoint carries."""
     if TOKENIZER_FILE not in artifacts:
         raise UserError(f"{source}: the checkpoint carries no {TOKENIZER_FILE} (not a GPT run?)")
-    return ByteBPETokenizer.from_bytes(artifacts[TOKENIZER_FILE])
+    return ByteBPETokenizer.from_bytes(artifacts[TOKENIZER_FILE], source=f"{source}: {TOKENIZER_FILE}")
 
 
 class GPTTask:

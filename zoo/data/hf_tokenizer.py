@@ -27,23 +27,25 @@ class HFTokenizer:
         self.tokenizer = tokenizer
 
     @classmethod
-    def from_bytes(cls: type[T], data: bytes) -> T:
-        """The tokenizer `to_bytes` wrote (or any `tokenizer.json` of this kind)."""
+    def from_bytes(cls: type[T], data: bytes, *, source: str = "") -> T:
+        """The tokenizer `to_bytes` wrote (or any `tokenizer.json` of this kind); `source` (the
+        file or checkpoint it came from) starts the error of a corrupt one or one of another kind."""
+        where = f"{source}: " if source else ""
         try:
             tokenizer = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as error:  # bad UTF-8, or tokenizers' own exception on bad JSON
-            raise UserError(f"not a tokenizers JSON file ({error})") from None
-        return cls(tokenizer)
+            raise UserError(f"{where}not a tokenizers JSON file ({error})") from None
+        try:
+            return cls(tokenizer)
+        except UserError as error:  # a pipeline of another kind
+            raise UserError(f"{where}{error}") from None
 
     @classmethod
     def from_json_file(cls: type[T], path: Path) -> T:
         """The `tokenizer.json` at `path`; its errors name it."""
         if not path.is_file():
             raise UserError(f"tokenizer not found: {path}")
-        try:
-            return cls.from_bytes(path.read_bytes())
-        except UserError as error:
-            raise UserError(f"{path}: {error}") from None
+        return cls.from_bytes(path.read_bytes(), source=str(path))
 
     def to_bytes(self) -> bytes:
         """The whole pipeline (normaliser, pre-tokeniser, model, decoder) as tokenizers' JSON."""

@@ -72,7 +72,9 @@ def rebuild(run: Trained[FinetuneConfig]) -> tuple[BertHeadModel, WordPieceToken
     """A fine-tuned checkpoint's model (eval mode, on the CPU), tokenizer and encoder description."""
     if ENCODER_FILE not in run.artifacts or TOKENIZER_FILE not in run.artifacts:
         raise UserError(f"{run.path}: no {ENCODER_FILE} inside: not a checkpoint of bert_finetune")
-    tokenizer = WordPieceTokenizer.from_bytes(run.artifacts[TOKENIZER_FILE])
+    tokenizer = WordPieceTokenizer.from_bytes(
+        run.artifacts[TOKENIZER_FILE], source=f"{run.path}: {TOKENIZER_FILE}"
+    )
     encoder = Encoder.from_bytes(run.artifacts[ENCODER_FILE])
     check_vocabulary(
         str(run.path), tokenizer.vocab_size, encoder.vocab_size, pad_ids=(tokenizer.pad_id, encoder.pad_id)

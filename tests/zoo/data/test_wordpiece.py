@@ -80,3 +80,5 @@ def test_a_corrupt_tokenizer_json_is_one_line_naming_the_problem(tmp_path):
     with pytest.raises(UserError, match="not a tokenizers JSON file") as error:
         WordPieceTokenizer.from_json_file(saved)
     assert str(error.value).startswith(f"{saved}: ") and "\n" not in str(error.value)
+    with pytest.raises(UserError, match=r"^run/best\.pt: tokenizer\.json: not a tokenizers JSON file"):
+        WordPieceTokenizer.from_bytes(b"{not json", source="run/best.pt: tokenizer.json")  # a checkpoint's
