@@ -9,13 +9,13 @@ writes bench/results/attention_speed.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from bench.output import add_out_option
+from bench.output import add_out_option, write_record
+from bench.tables import TABLES
 from bench.timing import hardware, interleaved_medians
 from zoo.blocks import MultiHeadAttention, causal_mask
 
@@ -92,24 +92,21 @@ def main() -> None:
         "command": f"python -m bench.attention_speed --device {args.device} --dtype {args.dtype} "
         f"--repeats {args.repeats} --threads {args.threads}",
     }
-    args.out.mkdir(parents=True, exist_ok=True)
     tag = f"{args.device}_{args.dtype}"
-    (args.out / f"attention_speed_{tag}.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
-    lines = [
+    record = {**meta, "rows": rows}
+    write_record(record, args.out, f"attention_speed_{tag}", "\n".join(page(record, tag)) + "\n")
+
+
+def page(record: dict, tag: str) -> list[str]:
+    """attention_speed_DEVICE_DTYPE.md: the run, then its table as the docs show it (bench.tables)."""
+    return [
         f"# MultiHeadAttention forward+backward vs torch.nn.MultiheadAttention ({tag})",
         "",
-        f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}. "
+        f"`{record['command']}` on {record['hardware']}, torch {record['torch']}. "
         "Ratio = torch time / zoo time (median of interleaved repeats).",
         "",
-        "| B | T | D | H | causal | zoo ms | torch ms | ratio |",
-        "|---|---|---|---|---|---|---|---|",
+        *TABLES["attention_speed"].render_file(record, f"attention_speed_{tag}.json"),
     ]
-    lines += [
-        f"| {r['B']} | {r['T']} | {r['D']} | {r['H']} | {r['causal']} | {r['zoo_ms']:.2f} | "
-        f"{r['torch_ms']:.2f} | {r['ratio']:.2f}x |"
-        for r in rows
-    ]
-    (args.out / f"attention_speed_{tag}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

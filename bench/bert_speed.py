@@ -15,7 +15,6 @@ Writes bench/results/bert_speed_PRESET.{json,md}.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import partial
 
@@ -24,6 +23,8 @@ import torch.nn.functional as F
 from transformers import BertConfig, BertForPreTraining
 
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
+from bench.output import publish
+from bench.tables import TABLES
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.convert.hf_bert import config_from_hf, state_from_hf
 from zoo.models.bert import build_bert, fixed_width_positions
@@ -218,29 +219,23 @@ def main() -> None:
     import transformers
 
     rows, setup = run(args.preset, torch.device(args.device), args.repeats)
-    meta = run_meta("bench.bert_speed", "transformers", transformers.__version__, setup)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"bert_speed_{args.preset}"
-    stem.with_suffix(".json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
-    lines = [
+    record = {**run_meta("bench.bert_speed", "transformers", transformers.__version__, setup), "rows": rows}
+    name = f"bert_speed_{args.preset}"
+    publish(record, args.out, name, page(record, args.repeats, f"{name}.json"))
+
+
+def page(record: dict, repeats: int, name: str) -> list[str]:
+    """bert_speed_PRESET.md: the run, then its table as the docs show it (bench.tables)."""
+    return [
         "# zoo BERT vs Hugging Face BertForPreTraining (same dimensions and weights)",
         "",
-        f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, "
-        f"transformers {meta['transformers']}.",
-        f"Setup: {setup}. Pretraining steps (forward, MLM + NSP loss, backward, AdamW); "
-        f"medians of {args.repeats} interleaved rounds, one round robin per precision.",
+        f"`{record['command']}` on {record['hardware']}, torch {record['torch']}, "
+        f"transformers {record['transformers']}.",
+        f"Setup: {record['setup']}. Pretraining steps (forward, MLM + NSP loss, backward, AdamW); "
+        f"medians of {repeats} interleaved rounds, one round robin per precision.",
         "",
-        "| precision | zoo tokens/s | HF tokens/s | ratio (target >= 1.2x) "
-        "| zoo, MLM head at every position |",
-        "|---|---|---|---|---|",
+        *TABLES["bert_speed"].render_file(record, name),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['precision']} | {r['zoo_tokens_per_s']:.0f} | {r['hf_tokens_per_s']:.0f} | "
-            f"{r['ratio']:.2f}x | {r['zoo_every_position_tokens_per_s']:.0f} |"
-        )
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from bench.output import add_out_option
+from bench.tables import TABLES
 from bench.timing import interleaved_medians, run_meta
 
 PRECISIONS = ("fp32", "bf16")
@@ -335,7 +336,9 @@ def decode_rows(device: torch.device, repeats: int) -> dict:
     return {"setup": setup, "precisions": out}
 
 
-def markdown(result: dict) -> str:
+def markdown(result: dict, name: str) -> str:
+    """The report of `result`, written as `name` (.json): the training benches one table per model,
+    the decode benches their tables as the docs show them (bench.tables)."""
     peaks, ceiling = result["datasheet_peak"], result["measured_ceiling"]
     lines = [
         f"# GPU: zoo against its peers on {result['hardware']}",
@@ -393,15 +396,9 @@ def markdown(result: dict) -> str:
             "",
             f"Setup: {d['setup']}.",
             "",
-            "| precision | zoo tokens/s | generate tokens/s | ratio |",
-            "|---|---|---|---|",
+            *TABLES["gpu_decode"].render_file(result, name),
+            "",
         ]
-        for precision, x in d["precisions"].items():
-            lines.append(
-                f"| {precision} | {x['tokens_per_s']['zoo']:,.0f} | "
-                f"{x['tokens_per_s']['generate']:,.0f} | {x['ratio']:.2f}x |"
-            )
-        lines.append("")
     if "gpt_decode" in result:
         g = result["gpt_decode"]
         lines += [
@@ -409,18 +406,9 @@ def markdown(result: dict) -> str:
             "",
             f"Setup: {g['setup']}; first calls (compiling included): {g['first_call_s']}.",
             "",
-            "| batch | zoo tokens/s | zoo static + compiled | HF generate | HF static (compiled) "
-            "| static compiled / HF | / HF static | / zoo |",
-            "|---|---|---|---|---|---|---|---|",
+            *TABLES["gpu_gpt_decode"].render_file(result, name),
+            "",
         ]
-        for batch, x in g["batches"].items():
-            t = x["tokens_per_s"]
-            lines.append(
-                f"| {batch} | {t['zoo']:,.0f} | {t['zoo_static_compiled']:,.0f} | {t['hf']:,.0f} | "
-                f"{t['hf_static']:,.0f} | {x['static_compiled_vs_hf']:.2f}x | "
-                f"{x['static_compiled_vs_hf_static']:.2f}x | {x['static_compiled_vs_zoo']:.2f}x |"
-            )
-        lines.append("")
     return "\n".join(lines)
 
 
@@ -513,8 +501,9 @@ def run_benches(
         torch.cuda.empty_cache()
         # Written after each bench: a later failure or time limit keeps what was measured.
         stem.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")
-        stem.with_suffix(".md").write_text(markdown(result))
-        print(markdown(result), flush=True)
+        report = markdown(result, stem.with_suffix(".json").name)
+        stem.with_suffix(".md").write_text(report)
+        print(report, flush=True)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from bench.output import add_out_option
+from bench.output import add_out_option, write_record
+from bench.tables import TABLES
 from bench.timing import hardware
 from tasks.reverse.config import ReverseConfig
 from tasks.reverse.task import ReverseTask
@@ -104,15 +104,18 @@ def main() -> None:
         f"runner {result['runner_ms_per_step']:.2f} ms/step, bare loop "
         f"{result['bare_ms_per_step']:.2f} ms/step: overhead {100 * overhead:+.1f}% (target <= 2%)"
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "runner_overhead.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "runner_overhead.md").write_text(
-        "# Runner overhead vs a bare PyTorch loop\n\n"
-        f"`{result['command']}` on {result['hardware']}, torch {result['torch']}.\n\n"
-        "| runner ms/step | bare loop ms/step | overhead |\n|---|---|---|\n"
-        f"| {result['runner_ms_per_step']:.2f} | {result['bare_ms_per_step']:.2f} | "
-        f"{100 * overhead:+.1f}% |\n"
-    )
+    write_record(result, args.out, "runner_overhead", "\n".join(page(result)) + "\n")
+
+
+def page(result: dict) -> list[str]:
+    """runner_overhead.md: the run, then its table as the docs show it (bench.tables)."""
+    return [
+        "# Runner overhead vs a bare PyTorch loop",
+        "",
+        f"`{result['command']}` on {result['hardware']}, torch {result['torch']}.",
+        "",
+        *TABLES["runner_overhead"].render_file(result, "runner_overhead.json"),
+    ]
 
 
 if __name__ == "__main__":

@@ -230,6 +230,15 @@ class Table:
     rows: Callable[[dict, str], list[Record]]
     columns: tuple[Column, ...]
 
+    def records(self, data: dict, name: str) -> list[Record]:
+        """The records of one file's `data`, each knowing its file (for keys such as `setup.preset`)
+        and the file's `name`."""
+        return [{**r, "_file": data, "file": name} for r in self.rows(data, name)]
+
+    def render_file(self, data: dict, name: str) -> list[str]:
+        """The table of one file, as the pages show its rows: what a bench writes beside its JSON."""
+        return markdown(self.records(data, name), list(self.columns))
+
     def render(self, results: Path) -> list[str]:
         records = []
         for pattern in self.files:
@@ -237,8 +246,7 @@ class Table:
             if not paths:
                 raise FileNotFoundError(f"no {pattern} in {results}")
             for path in paths:
-                data = json.loads(path.read_text())
-                records += [{**r, "_file": data, "file": path.name} for r in self.rows(data, path.name)]
+                records += self.records(json.loads(path.read_text()), path.name)
         return markdown(records, list(self.columns))
 
 

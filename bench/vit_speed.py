@@ -13,7 +13,6 @@ bench/results/vit_speed.{json,md}.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import torch
@@ -22,6 +21,8 @@ from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
 from bench.optimizers import timm_optimizer, zoo_optimizer
+from bench.output import publish
+from bench.tables import TABLES
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.convert.timm_vit import vit_from_timm
 
@@ -148,25 +149,20 @@ def main() -> None:
     import timm
 
     rows, setup = run(args.preset, torch.device(args.device), args.repeats, args.compile)
-    meta = run_meta("bench.vit_speed", "timm", timm.__version__, setup)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "vit_speed.json").write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
-    lines = [
+    record = {**run_meta("bench.vit_speed", "timm", timm.__version__, setup), "rows": rows}
+    publish(record, args.out, "vit_speed", page(record, args.repeats))
+
+
+def page(record: dict, repeats: int) -> list[str]:
+    """vit_speed.md: the run, then its table as the docs show it (bench.tables)."""
+    return [
         "# zoo ViT vs timm VisionTransformer (same architecture and weights)",
         "",
-        f"`{meta['command']}` on {meta['hardware']}, torch {meta['torch']}, timm {meta['timm']}.",
-        f"Setup: {setup}. Medians of {args.repeats} interleaved rounds.",
+        f"`{record['command']}` on {record['hardware']}, torch {record['torch']}, timm {record['timm']}.",
+        f"Setup: {record['setup']}. Medians of {repeats} interleaved rounds.",
         "",
-        "| mode | precision | zoo images/s | timm images/s | ratio (target >= 1.2x training) |",
-        "|---|---|---|---|---|",
+        *TABLES["vit_speed"].render_file(record, "vit_speed.json"),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['mode']} | {r['precision']} | {r['zoo_images_per_s']:.0f} | "
-            f"{r['timm_images_per_s']:.0f} | {r['ratio']:.2f}x |"
-        )
-    (args.out / "vit_speed.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

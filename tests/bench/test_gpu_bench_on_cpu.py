@@ -35,7 +35,7 @@ def test_training_benches_time_every_contender_and_count_its_flops(what, toy_siz
     assert ("train", "zoo") in modes and ("train+compile", "zoo") in modes
     assert all(row["seconds"] > 0 for row in result["rows"])
     assert all(row["mfu"] > 0 for row in result["rows"] if row["mode"] == "train")
-    assert "| train+compile | bf16 | zoo |" in gpu.markdown({**REPORT, what: result})
+    assert "| train+compile | bf16 | zoo |" in gpu.markdown({**REPORT, what: result}, "gpu_cpu.json")
 
 
 def test_the_gpt_decode_bench_makes_every_engines_ids(monkeypatch):
@@ -49,7 +49,7 @@ def test_the_gpt_decode_bench_makes_every_engines_ids(monkeypatch):
     engines = {"zoo", "zoo_static_compiled", "hf", "hf_static"}
     for batch in ("1", "8"):
         assert set(result["batches"][batch]["tokens_per_s"]) == engines
-    assert "| 8 |" in gpu.markdown({**REPORT, "gpt_decode": result})
+    assert "| 8 |" in gpu.markdown({**REPORT, "gpt_decode": result}, "gpu_cpu.json")
 
 
 REPORT = {
