@@ -11,7 +11,7 @@ three heads: what differs is picked by the run's `head` (tasks.bert.finetune.hea
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,6 +22,7 @@ from tasks.bert.data import TOKENIZER_FILE
 from tasks.bert.finetune import heads
 from tasks.bert.finetune.config import HEADS, FinetuneConfig
 from tasks.bert.finetune.examples import builtin_set
+from tasks.bert.finetune.foreign import hf_head_of, read_hf_finetuned, recipe_for
 from tasks.bert.finetune.splits import describe, read_split
 from tasks.bert.finetune.task import Encoder, FinetuneTask, rebuild
 from tasks.bert.inference import attention_weights
@@ -52,12 +53,28 @@ ARCHITECTURES = {"classify": "BertForSequenceClassification", "tag": "BertForTok
 
 
 @dataclass
+class FinetuneOptions(VerbOptions):
+    """The shared options, plus the recipe a Hugging Face fine-tuned directory is scored by."""
+
+    recipe: str = field(
+        default="",
+        metadata={
+            "help": "a Hugging Face fine-tuned directory as RUN: the recipe whose data evaluate scores "
+            "and whose lengths (max_seq_length, doc_stride) evaluate and predict cut inputs to, e.g. "
+            "configs/bert/sst2.yaml ('' = the head's built-in set; a zoo run reads its own recipe)"
+        },
+    )
+
+
+@dataclass
 class LoadedFinetune(Loaded):
-    """The model with its tokenizer, encoder description (labels included) and recipe."""
+    """The model with its tokenizer, encoder description (labels included) and recipe; `foreign`:
+    read from a Hugging Face directory, with `recipe` naming its data or the built-in set's."""
 
     tokenizer: WordPieceTokenizer
     encoder: Encoder
     cfg: FinetuneConfig
+    foreign: bool = False
 
     def outputs(self, examples: list, batch_size: int) -> tuple[list, list]:
         """(inputs, predictions) of `examples`, one prediction per example."""
@@ -105,6 +122,7 @@ class FinetuneSpec(TaskSpec):
     name = "bert_finetune"
     description = "BERT fine-tuned: classify sentences, tag words (B-I-O), or answer questions (spans)"
     config = FinetuneConfig
+    options = FinetuneOptions
     default_recipe = str(DEFAULT_RECIPE) if DEFAULT_RECIPE.is_file() else None
     export_formats = ("hf", "onnx")
     int8 = True
@@ -134,13 +152,42 @@ class FinetuneSpec(TaskSpec):
             model.to(torch.device(options.device)), run, precision, tokenizer, encoder, run.cfg
         )
 
+    def load_foreign(self, options: FinetuneOptions) -> LoadedFinetune | None:
+        """RUN as a Hugging Face fine-tuned directory (foreign.py); None for a zoo run."""
+        directory = Path(options.run)
+        head = hf_head_of(directory) if directory.is_dir() else None
+        if head is None:
+            if options.recipe:
+                raise UserError(f"--recipe is for a Hugging Face directory; {options.run} is a zoo run")
+            return None
+        if options.ensemble:
+            raise Unsupported("bert_finetune: --ensemble reads zoo runs, not Hugging Face directories")
+        cfg = recipe_for(head, options.recipe, options.data_dir)
+        hf, encoder = read_hf_finetuned(directory, head)
+        positions = encoder.config.max_len
+        if cfg.data.max_seq_length > positions:  # windows longer than the position table
+            if options.recipe:
+                raise UserError(
+                    f"--recipe {options.recipe}: data.max_seq_length {cfg.data.max_seq_length} is more "
+                    f"than the {positions} positions of {directory}"
+                )
+            cfg.data.max_seq_length = positions
+        trained = Trained(cfg, {}, {}, directory, directory, 0, False)
+        model = hf.model.to(torch.device(options.device))
+        return LoadedFinetune(model, trained, options.precision or "fp32", hf.tokenizer, encoder, cfg, True)
+
     def calibration_examples(self, loaded: LoadedFinetune, options: VerbOptions) -> list:
         return read_split(loaded.cfg, "train")
 
     def calibrate(self, loaded: LoadedFinetune, examples: list, options: VerbOptions) -> None:
         loaded.outputs(examples, options.batch_size)
 
-    def evaluate(self, loaded: LoadedFinetune, options: VerbOptions) -> Evaluation:
+    def evaluate(self, loaded: LoadedFinetune, options: FinetuneOptions) -> Evaluation:
+        if loaded.foreign and not options.recipe:
+            raise UserError(
+                f"{options.run}: a Hugging Face model has no data of its own: name a recipe, e.g. "
+                "--recipe configs/bert/sst2.yaml --data_dir DATA"
+            )
         cfg, labels = loaded.cfg, loaded.encoder.labels
         examples = read_split(cfg, options.split, labels)
         examples = examples[: options.limit] if options.limit else examples

@@ -92,6 +92,39 @@ def test_train_evaluate_and_predict(run_dir, monkeypatch, capsys):
         assert output["answer"] == sample.split("\t")[1][output["start"] : output["end"]]
 
 
+def test_an_exported_directory_is_the_run_of_evaluate_and_predict(run_dir, tmp_path, monkeypatch, capsys):
+    """A Hugging Face fine-tuned directory (here the run exported) scores the same on the run's
+    recipe and predicts the same with it; it needs a recipe to be scored, of its own head."""
+    head, run = run_dir
+    out = tmp_path / "hf"
+    verb("export", str(run), f"--output={out}")
+    ours = verb("evaluate", str(run), "--split=test", "--json")
+    theirs = verb("evaluate", str(out), f"--recipe={run / 'config.yaml'}", "--split=test", "--json")
+    assert theirs["checkpoint"] == str(out) and theirs["examples"] == ours["examples"] > 0
+    for key in set(ours) - {"checkpoint", "step", "task", "ema"}:
+        assert theirs[key] == pytest.approx(ours[key], abs=1e-6), key
+    sample = sample_input(head) + "\n"
+    [from_run] = verb("predict", str(run), "--json", stdin=sample, monkeypatch=monkeypatch)
+    recipe = f"--recipe={run / 'config.yaml'}"  # the windows a passage is cut into, too
+    [from_hf] = verb("predict", str(out), recipe, "--json", stdin=sample, monkeypatch=monkeypatch)
+    assert json.dumps(from_hf, sort_keys=True) == json.dumps(from_run, sort_keys=True)
+    capsys.readouterr()
+    other = next(h for h in HEADS if h != head)
+    (tmp_path / "other.yaml").write_text(f"head: {other}\n")
+    for argv, message in (
+        ([str(out), "--split=test"], "has no data of its own: name a recipe"),
+        (
+            [str(out), f"--recipe={tmp_path / 'other.yaml'}"],
+            f"a recipe of the {other} head, the model is a {head}",
+        ),
+        ([str(run), f"--recipe={run / 'config.yaml'}"], "--recipe is for a Hugging Face directory"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            verb("evaluate", *argv)
+        error = capsys.readouterr().err.strip()
+        assert exit_info.value.code == 2 and message in error and "\n" not in error
+
+
 def test_export_loads_in_transformers_with_our_logits(run_dir, tmp_path):
     head, run = run_dir
     out = tmp_path / "hf"
