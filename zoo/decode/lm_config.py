@@ -62,6 +62,14 @@ class GenerationConfig:
         default=False,
         metadata={"help": "static cache: run the one-token step under torch.compile (CUDA graphs on CUDA)"},
     )
+    max_cache_len: int = field(
+        default=0,
+        metadata={
+            "help": "static cache: its positions, at least the prompts' width plus max_new_tokens (0 = "
+            "that, rounded up to a power of two: each step attends over all of them, and each length "
+            "is a graph of its own under compile)"
+        },
+    )
 
     def check(self) -> None:
         positive = {"max_new_tokens": 1, "num_beams": 1, "num_return_sequences": 1}
@@ -100,6 +108,10 @@ class GenerationConfig:
             )
         if self.cache_implementation == "static" and self.num_beams > 1:
             raise Invalid("cache_implementation", "static serves greedy search and sampling: set num_beams 1")
+        if self.max_cache_len < 0:
+            raise Invalid("max_cache_len", f"must be at least 0, not {self.max_cache_len}")
+        if self.max_cache_len and self.cache_implementation != "static":
+            raise Invalid("max_cache_len", "sizes the static cache: set cache_implementation static")
         if self.compile and self.cache_implementation != "static":
             raise Invalid("compile", "compiles the static cache's step: set cache_implementation static")
         if any(not isinstance(s, str) or not s for s in self.stop_strings):

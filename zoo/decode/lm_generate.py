@@ -99,10 +99,24 @@ def _state(
         return LMState(model, prompts, pad_id=_pad_id(config), use_cache=use_cache)
     if not use_cache:
         raise ValueError("cache_implementation 'static' needs use_cache")
-    # The whole context, so that every call with this batch size has the same shapes (one
-    # compiled graph); more when left padding pushes the last column past it.
-    length = max(model.max_len, max(len(p) for p in prompts) + max(limits))
-    return StaticLMState(model, prompts, pad_id=_pad_id(config), length=length, compile=config.compile)
+    needed = max(len(p) for p in prompts) + max(limits)  # the last column left padding may push
+    if config.max_cache_len and config.max_cache_len < needed:
+        raise ValueError(
+            f"max_cache_len {config.max_cache_len} cannot hold the prompts' {needed - max(limits)} "
+            f"columns and {max(limits)} new tokens"
+        )
+    return StaticLMState(
+        model, prompts, pad_id=_pad_id(config), length=config.max_cache_len or static_length(needed),
+        compile=config.compile,
+    )  # fmt: skip
+
+
+def static_length(needed: int) -> int:
+    """A static cache's positions for `needed`: the next power of two (at least 16). Every step
+    attends over the whole buffer, so the whole context (1,024 positions for GPT-2) would cost a
+    short generation several times what it reads; powers of two keep the compiled graphs few (one
+    per length and batch size) for generations of any length."""
+    return max(16, 1 << (needed - 1).bit_length())
 
 
 def _pad_id(config: GenerationConfig) -> int:

@@ -12,6 +12,7 @@ from zoo.blocks import linear as linear_module
 from zoo.blocks.linear import backend
 from zoo.config import Invalid
 from zoo.decode import GenerationConfig, generate, lm_static
+from zoo.decode.lm_generate import static_length as lm_static_length
 
 STATIC = {"cache_implementation": "static"}
 
@@ -27,6 +28,30 @@ def test_greedy_on_the_static_cache_equals_the_growing_cache(name):
         dynamic = generate(model, prompts, GenerationConfig(**config))
         assert generate(model, prompts, GenerationConfig(**config, **STATIC)) == dynamic
     assert [len(row) for row in dynamic] == [9, 9, 9, 9, 4]  # the last row meets max_len 48
+
+
+def test_the_static_cache_holds_the_batch_rounded_up_or_the_length_asked(monkeypatch):
+    """By default the prompts' width plus the new tokens, rounded up to a power of two (the
+    context would make every step attend over it all); a length given is kept, and one too short
+    for the batch is refused. Any length gives the growing cache's ids."""
+    assert [lm_static_length(n) for n in (1, 16, 17, 64, 65, 1000)] == [16, 16, 32, 64, 128, 1024]
+    model = random_gpt()
+    prompts = random_prompts((5, 2, 8))
+    lengths = []
+    real = lm_static.StaticLMState.__init__
+
+    def spy(self, *args, length, **kwargs):
+        lengths.append(length)
+        real(self, *args, length=length, **kwargs)
+
+    monkeypatch.setattr(lm_static.StaticLMState, "__init__", spy)
+    config = dict(max_new_tokens=9)
+    dynamic = generate(model, prompts, GenerationConfig(**config))
+    assert generate(model, prompts, GenerationConfig(**config, **STATIC)) == dynamic
+    assert generate(model, prompts, GenerationConfig(**config, **STATIC, max_cache_len=17)) == dynamic
+    assert lengths == [32, 17]  # 8 + 9 columns
+    with pytest.raises(ValueError, match="max_cache_len 16 cannot hold the prompts' 8 columns and 9 new"):
+        generate(model, prompts, GenerationConfig(**config, **STATIC, max_cache_len=16))
 
 
 def test_sampling_on_the_static_cache_draws_as_the_growing_cache():
@@ -107,6 +132,8 @@ def test_graphs_of_two_batch_shapes_each_serve_their_own(monkeypatch):
         (dict(cache_implementation="paged"), "cache_implementation"),
         (dict(cache_implementation="static", num_beams=2), "cache_implementation"),
         (dict(compile=True), "compile"),
+        (dict(cache_implementation="static", max_cache_len=-1), "max_cache_len"),
+        (dict(max_cache_len=64), "max_cache_len"),
     ],
 )
 def test_static_settings_are_checked(settings, key):
