@@ -3,7 +3,7 @@
 zoo.blocks.kv_cache grows its buffers and slices them to the filled length, so every decoding
 step has new shapes and Python-int state: each would be a new graph for torch.compile and a new
 recording for CUDA graphs. Here the buffers are allocated once at a fixed length (the caller's:
-zoo.decode.lm_static takes the model's whole context), the step writes its keys and values at a
+zoo.decode.lm_generate.static_length fits it to the batch), the step writes its keys and values at a
 position held in a tensor, and the positions not yet written (and left padding) are hidden by a
 boolean mask that the step also updates: every step then runs the same graph on the same
 addresses, Hugging Face's `StaticCache` idea. The cost is attention over the whole buffer at
