@@ -77,7 +77,7 @@ def check_vocabulary(
     pad with different ids."""
     problems = []
     if tokens > embeddings:
-        problems.append(f"{tokens:,} tokens, the model only {embeddings:,} embeddings")
+        problems.append(f"{tokens:,} tokens, the model's vocabulary only {embeddings:,}")
     if pad_ids is not None and pad_ids[0] != pad_ids[1]:
         problems.append(f"[PAD] {pad_ids[0]}, the model's [PAD] {pad_ids[1]}")
     if problems:
