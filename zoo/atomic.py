@@ -22,7 +22,7 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     # mkstemp makes the file private (0600); the finished file gets the mode open() would give it.
-    os.fchmod(fd, 0o666 & ~_umask())
+    os.fchmod(fd, 0o666 & ~umask())
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -39,7 +39,8 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         os.close(dir_fd)
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The bits a new file or folder's mode loses (0o022 for most)."""
     mask = os.umask(0)  # reading the umask means setting it; put it straight back
     os.umask(mask)
     return mask

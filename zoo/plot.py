@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
+from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 from torch import Tensor, nn  # noqa: E402
 
 from zoo.blocks import attention_maps  # noqa: E402
@@ -22,6 +23,11 @@ DPI = 100
 INCHES_PER_TOKEN = 0.22
 MIN_PANEL_INCHES = 2.0
 LABEL_INCHES = 1.0  # room for the tick labels on each panel
+
+
+def image_formats() -> list[str]:
+    """The file suffixes savefig writes, by the format they name (png, pdf, svg, ...)."""
+    return sorted(FigureCanvasBase.get_supported_filetypes())
 
 
 def figure_size(num_layers: int, num_heads: int, src_len: int, tgt_len: int) -> tuple[float, float]:

@@ -12,13 +12,15 @@ state dict, since their mean is meaningless.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
+import torch
 from torch import Tensor
 
 from zoo.config import UserError
-from zoo.train.checkpoint import ema_weights, load_checkpoint, save_atomic, step_checkpoints
+from zoo.train.checkpoint import STEP_FILE, ema_weights, load_checkpoint, save_atomic, step_checkpoints
 
 
 def average_state_dicts(states: Iterable[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -66,6 +68,36 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Tensor]:
 # Copied from the newest checkpoint so the average loads and describes itself like the others;
 # optimizer, scheduler and RNG states belong to one point of training, not to an average.
 CARRIED_KEYS = ("config", "schema", "artifacts", "step", "metrics")
+
+
+def check_average_output(output: Path, *, force: bool) -> None:
+    """Refuse an --output the average must not replace: a run's training checkpoint (best.pt,
+    step_*.pt in a checkpoints folder: resume would read the average), even with `force`; a
+    directory; any other existing file that is not an earlier average, without `force`."""
+    training = output.name == "best.pt" or STEP_FILE.match(output.name)
+    if training and output.resolve().parent.name == "checkpoints":
+        raise UserError(
+            f"--output {output}: a training checkpoint of the run (resuming would read the average); "
+            "write the average beside the checkpoints, as RUN/averaged.pt"
+        )
+    if output.is_dir():
+        raise UserError(f"--output {output}: a directory; name the file to write")
+    if output.exists() and not force and not is_average(output):
+        raise UserError(
+            f"--output {output} exists and is not an average written by this command: "
+            "choose another --output or pass --force to replace it"
+        )
+
+
+def is_average(path: Path) -> bool:
+    """Whether `path` is a checkpoint `average_run` wrote (it names the checkpoints averaged)."""
+    try:
+        with warnings.catch_warnings():  # torch warns about a foreign pickle's protocol
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)  # no tensor read
+    except Exception:  # text, a foreign pickle, a truncated file: not ours
+        return False
+    return isinstance(state, dict) and "averaged_from" in state
 
 
 def average_run(run_dir: Path, last: int, output: Path, *, schema: str = "") -> list[Path]:

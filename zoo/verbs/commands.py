@@ -17,9 +17,16 @@ from zoo.config import UserError, parse_cli
 from zoo.data.sample import reservoir
 from zoo.quantize import describe, input_ranges, quantize_int8
 from zoo.train import evaluation, fit, load_trained
-from zoo.train.average import average_run
+from zoo.train.average import average_run, check_average_output
 from zoo.train.checkpoint import STEP_FILE, schema_name, step_checkpoints
-from zoo.verbs.io import check_readable, check_writable, write_directory, write_text
+from zoo.verbs.io import (
+    check_image_output,
+    check_output_directory,
+    check_readable,
+    check_writable,
+    write_directory,
+    write_text,
+)
 from zoo.verbs.options import VerbOptions
 from zoo.verbs.spec import Loaded, TaskSpec, Unsupported
 
@@ -187,9 +194,10 @@ def attention(spec: TaskSpec, argv: list[str]) -> Path:
     """Draw the model's attention for the first input (a held-out example without one)."""
     options = _options(spec, "attention", argv)
     check_writable(options.output, "output")
+    check_image_output(options.output, "output")
     check_readable(options.input, "input")
     loaded = _load(spec, options)
-    use_default = not options.text and not options.input and sys.stdin.isatty()
+    use_default = options.text is None and not options.input and sys.stdin.isatty()
     lines = spec.default_input() if use_default else options.inputs()
     if not lines:
         raise UserError("attention: no input (give --input FILE or lines on stdin)")
@@ -213,12 +221,30 @@ def export(spec: TaskSpec, argv: list[str]) -> Path:
     if options.precision == "int8":
         raise UserError("export writes the float weights: leave out --precision int8")
     output = Path(options.output)
-    if output.exists() and not options.force:  # before loading: the check costs nothing
-        raise UserError(f"{output} exists: choose another --output or pass --force to replace it")
+    # Before loading, where the check costs nothing; then again with the files the loader read.
+    check_output_directory(output, force=options.force, keep=_named_inputs(options))
     loaded = _load(spec, options)
-    write_directory(output, lambda staging: spec.export(loaded, fmt, staging, options), force=options.force)
+    trained = loaded.trained
+    read = [trained.path]
+    if (trained.run_dir / "config.yaml").is_file():  # a zoo run (not a lone file's folder, not foreign)
+        read += [trained.run_dir, trained.run_dir / "checkpoints"]
+    write_directory(
+        output,
+        lambda staging: spec.export(loaded, fmt, staging, options),
+        force=options.force,
+        keep=[*_named_inputs(options), *read],
+    )
     print(f"exported {loaded.trained.path} as {fmt} to {output}", file=sys.stderr)
     return output
+
+
+def _named_inputs(options: VerbOptions) -> list[Path]:
+    """What the options name to read: the runs (and a run's checkpoints), a checkpoint file."""
+    runs = [Path(run) for run in (options.run, *options.ensemble_runs)]
+    named = [*runs, *(run / "checkpoints" for run in runs)]
+    if options.checkpoint not in ("best", "last", "averaged"):
+        named.append(Path(options.checkpoint))
+    return named
 
 
 def average(spec: TaskSpec, argv: list[str]) -> Path:
@@ -240,6 +266,7 @@ def _average(options: VerbOptions, spec: TaskSpec | None) -> Path:
     if not run.is_dir():
         raise UserError(f"average needs a run directory, not {run}")
     output = Path(options.output) if options.output else run / "averaged.pt"
+    check_average_output(output, force=options.force)
     check_writable(str(output), "output")
     found = step_checkpoints(run / "checkpoints")
     if len(found) >= options.last:  # too few is average_run's one-line refusal

@@ -54,10 +54,11 @@ class VerbOptions:
     input: str = field(
         default="", metadata={"help": "predict, attention: a file of inputs, one per line ('' = stdin)"}
     )
-    text: str = field(
-        default="",
+    text: str | None = field(
+        default=None,
         metadata={
-            "help": "predict, attention: one input given here, instead of --input or stdin",
+            "help": "predict, attention: one input given here, instead of --input or stdin "
+            "(None = not given; an empty one is refused)",
             "verbatim": True,  # free text: parse_cli takes it as typed
         },
     )
@@ -78,7 +79,10 @@ class VerbOptions:
     format: str = field(default="", metadata={"help": "export: the format ('' = the task's first)"})
     force: bool = field(
         default=False,
-        metadata={"help": "export: replace an existing output directory; average: checkpoints far apart too"},
+        metadata={
+            "help": "export: replace an existing output directory (never the run read); average: "
+            "checkpoints far apart too, and replace a file at --output that is not an earlier average"
+        },
     )
     last: int = field(default=5, metadata={"help": "average: how many of the newest step checkpoints"})
 
@@ -102,14 +106,17 @@ class VerbOptions:
                 raise Invalid(key, f"must be at least 0, not {getattr(self, key)}")
         if self.last < 1:
             raise Invalid("last", f"must be at least 1, not {self.last}")
-        if self.text and self.input:
-            raise Invalid("text", "is the input itself: give --text or --input, not both")
-        if "\n" in self.text:
-            raise Invalid("text", "is one input, one line: put several in a file (--input) or on stdin")
+        if self.text is not None:  # None: not given (an empty --text= is given, and refused)
+            if not self.text:
+                raise Invalid("text", "is empty: give the input after --text=, or leave out --text (stdin)")
+            if self.input:
+                raise Invalid("text", "is the input itself: give --text or --input, not both")
+            if "\n" in self.text:
+                raise Invalid("text", "is one input, one line: put several in a file (--input) or on stdin")
 
     def inputs(self) -> list[str]:
         """The inputs, one a line: --text, else the lines of --input or stdin (the first --limit)."""
-        return [self.text] if self.text else input_lines(self.input, limit=self.limit)
+        return [self.text] if self.text is not None else input_lines(self.input, limit=self.limit)
 
     @property
     def ensemble_runs(self) -> list[str]:

@@ -214,9 +214,9 @@ def test_an_ensemble_evaluates_and_predicts_as_one_model(run_dir, second_run, mo
         mean, labels = mean_probability([run, second_run], sample)
         assert output["probability"] == pytest.approx(mean.max().item(), abs=1e-6)
         assert output["label"] == labels[mean.argmax()]
-    for name in ("attention", "export"):
+    for name, output in (("attention", "attention.png"), ("export", "export")):
         with pytest.raises(SystemExit) as exit_info:
-            verb(name, str(run), together, f"--output={run.parent / name}", stdin=sample + "\n",
+            verb(name, str(run), together, f"--output={run.parent / output}", stdin=sample + "\n",
                  monkeypatch=monkeypatch)  # fmt: skip
         assert exit_info.value.code == 2 and "drop --ensemble" in capsys.readouterr().err
 
