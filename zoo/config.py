@@ -60,6 +60,8 @@ def load_config(
             override_cfg = OmegaConf.from_dotlist(dotlist)
         except OmegaConfBaseException as err:
             raise ConfigError(f"bad override: {_message(err)}") from None
+        except yaml.YAMLError:
+            raise ConfigError(_bad_override_yaml(dotlist)) from None
         merged = _merge(merged, override_cfg, "command line")
     try:
         cfg = OmegaConf.to_object(merged)
@@ -100,7 +102,7 @@ def _load_yaml(path: Path) -> Any:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+        raise ConfigError(f"{path}: not valid YAML{_yaml_where(err)}: {_yaml_problem(err)}") from None
     if data is None:
         return OmegaConf.create({})
     if not isinstance(data, dict):
@@ -118,11 +120,76 @@ def _check_text(argument: str) -> None:
         raise ConfigError(f"command-line argument '{shown}': not UTF-8 text") from None
 
 
+def _bad_override_yaml(dotlist: list[str]) -> str:
+    """The message for the first override whose value OmegaConf cannot read as YAML."""
+    for item in dotlist:
+        key, _, value = item.partition("=")
+        try:
+            OmegaConf.from_dotlist([item])
+        except yaml.YAMLError as err:
+            return f"key '{key}': {value!r} is not valid YAML ({_yaml_problem(err)})"
+        except OmegaConfBaseException:
+            continue
+    return "an override is not valid YAML"
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's reason in one line, without the excerpt of the text it points at."""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return " ".join(str(problem).split())
+
+
+def _yaml_where(err: yaml.YAMLError) -> str:
+    """` at line L, column C` (1-based) where PyYAML stopped, plus where the construct it was
+    reading began (an unclosed `[` is found only at the end of the file)."""
+    mark = getattr(err, "problem_mark", None)
+    if mark is None:
+        return ""
+    where = f" at line {mark.line + 1}, column {mark.column + 1}"
+    context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and start is not None and (start.line, start.column) != (mark.line, mark.column):
+        where += f" ({' '.join(context.split())} from line {start.line + 1}, column {start.column + 1})"
+    return where
+
+
 def _merge(base: Any, other: Any, source: str) -> Any:
     try:
         return OmegaConf.merge(base, other)
-    except OmegaConfBaseException as err:
+    except (OmegaConfBaseException, TypeError) as err:
+        found = _misshapen(
+            OmegaConf.to_container(base, resolve=False), OmegaConf.to_container(other, resolve=False)
+        )
+        if found is not None:
+            raise ConfigError(f"{source}: {found}") from None
+        if isinstance(err, TypeError):
+            raise
         raise ConfigError(f"{source}: {_message(err)}") from None
+
+
+def _misshapen(base: Any, other: Any, prefix: str = "") -> str | None:
+    """The first key of `other` whose value is a scalar or list where `base` has a section, or
+    a mapping where it has a list: OmegaConf's own message names the types, not the key."""
+    if not isinstance(base, dict) or not isinstance(other, dict):
+        return None
+    for key, value in other.items():
+        if key not in base:
+            continue
+        known, name = base[key], f"{prefix}{key}"
+        if isinstance(value, str) and "${" in value:
+            continue
+        if isinstance(known, dict) and value is not None and not isinstance(value, dict):
+            return f"key '{name}': expected a section (mapping), not {_shown(value)}"
+        if isinstance(known, list) and isinstance(value, dict):
+            return f"key '{name}': expected a list, not {_shown(value)}"
+        found = _misshapen(known, value, f"{name}.")
+        if found is not None:
+            return found
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _message(err: OmegaConfBaseException) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 from tasks.bert.config import BertPretrainingConfig
 from tasks.bert.task import tokenizer_of
 from zoo.config import UserError
-from zoo.convert.hf_bert import HUB_NAME, LoadedBert, download, is_hf_directory, read_hf_directory
+from zoo.convert.hf_bert import LoadedBert, download, is_hf_directory, read_hf_directory
+from zoo.convert.hub import is_hub_name
 from zoo.models.bert import build_bert
 from zoo.train import load_trained
 
@@ -23,7 +24,7 @@ def load_bert(source: str, *, which: str = "best", overrides: list[str] | None =
     path = Path(source).expanduser()
     if is_hf_directory(path):
         return read_hf_directory(path)
-    if not path.exists() and HUB_NAME.match(source):
+    if is_hub_name(source):
         return read_hf_directory(download(source))
     trained = load_trained(path, BertPretrainingConfig, which=which, overrides=overrides)
     tokenizer = tokenizer_of(trained.artifacts, trained.path)

@@ -147,3 +147,70 @@ def test_section_checks_name_the_full_key():
     assert load_config(Recipe, None, ["model.num_heads=4"]).model.num_heads == 4
     with pytest.raises(ConfigError, match=r"key 'model.num_heads': must divide dim \(8\)"):
         load_config(Recipe, None, ["model.num_heads=3"])
+
+
+# Bad input through the real CLI: exit 2 and one line on stderr that names the key or file.
+def run_gpt_train(tmp_path, *args):
+    from tests.faults.clirun import assert_refused, run
+
+    result = run("zoo", "train", "gpt", "--train.max_steps=1", "--train.threads=1",
+                 f"--train.out_dir={tmp_path / 'run'}", *args)  # fmt: skip
+    assert_refused(result)
+    assert not (tmp_path / "run").exists()
+    return result.stderr.strip()
+
+
+@pytest.mark.parametrize("value", ["[0.9", '["a"', "{a: 1", "@x"])
+def test_an_override_that_is_not_yaml_names_the_key_in_one_line(value):
+    with pytest.raises(ConfigError) as info:
+        load_config(Outer, None, ["steps=3", f"--optim.betas={value}"])
+    message = str(info.value)
+    assert message.startswith(f"key 'optim.betas': {value!r} is not valid YAML (")
+    assert "\n" not in message
+
+
+def test_an_override_that_is_not_yaml_exits_2_from_the_cli(tmp_path):
+    err = run_gpt_train(tmp_path, "--optim.betas=[0.9")
+    assert err == "error: key 'optim.betas': '[0.9' is not valid YAML (did not find expected ',' or ']')"
+
+
+def test_a_yaml_syntax_error_is_one_line_with_line_and_column(tmp_path):
+    path = write(tmp_path, "steps: 3\noptim:\n  betas: [0.9 0.8\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(Outer, path)
+    assert str(info.value) == (
+        f"{path}: not valid YAML at line 4, column 1 (while parsing a flow sequence from line 3, "
+        "column 10): expected ',' or ']', but got '<stream end>'"
+    )
+    with pytest.raises(ConfigError, match=r"recipe.yaml: not valid YAML at line 1, column 5: mapping values"):
+        load_config(Outer, write(tmp_path, "a: b: c\n"))
+
+
+def test_a_yaml_syntax_error_exits_2_from_the_cli(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("optim:\n  betas: [0.9 0.8\n")
+    err = run_gpt_train(tmp_path, f"--config={path}")
+    assert err.startswith(f"error: {path}: not valid YAML at line 3, column 1 (")
+
+
+def test_a_section_given_a_scalar_or_list_names_the_key(tmp_path):
+    @dataclass
+    class Deep:
+        outer: Outer = field(default_factory=Outer)
+
+    section = r"expected a section \(mapping\), not"
+    with pytest.raises(ConfigError, match=rf"recipe.yaml: key 'optim': {section} 5$"):
+        load_config(Outer, write(tmp_path, "optim: 5\n"))
+    with pytest.raises(ConfigError, match=rf"key 'outer.optim': {section} \[1, 2\]$"):
+        load_config(Deep, write(tmp_path, "outer:\n  optim: [1, 2]\n"))
+    with pytest.raises(ConfigError, match=rf"^command line: key 'optim': {section} 'x'$"):
+        load_config(Outer, None, ["optim=x"])
+    with pytest.raises(ConfigError, match=r"key 'optim.betas': expected a list, not \{'a': 1\}$"):
+        load_config(Outer, write(tmp_path, "optim:\n  betas: {a: 1}\n"))
+
+
+def test_a_section_given_a_scalar_exits_2_from_the_cli(tmp_path):
+    path = tmp_path / "t5.yaml"
+    path.write_text("train: 5\n")
+    err = run_gpt_train(tmp_path, f"--config={path}")
+    assert err == f"error: {path}: key 'train': expected a section (mapping), not 5"

@@ -22,7 +22,7 @@ from tokenizers import Tokenizer, normalizers
 from torch import Tensor
 
 from zoo.config import UserError
-from zoo.convert.hub import HUB_NAME, snapshot
+from zoo.convert.hub import is_hub_name, snapshot
 from zoo.convert.keys import fuse_qkv, load_strict, rename, split_qkv
 from zoo.data.wordpiece import WordPieceTokenizer
 from zoo.models.bert import INIT_STD, Bert, BertModelConfig, build_bert
@@ -344,7 +344,7 @@ def names_hf_model(source: str) -> bool:
     """Whether `source` names a Hugging Face model: a directory holding one, or a hub name that
     is no local path (anything else is a zoo run directory or checkpoint)."""
     path = Path(source).expanduser()
-    return is_hf_directory(path) or (not path.exists() and HUB_NAME.match(source) is not None)
+    return is_hf_directory(path) or is_hub_name(source)
 
 
 def read_weights(directory: Path) -> tuple[dict[str, Tensor], Path]:
@@ -500,6 +500,6 @@ def load_hf_bert(source: str, *, encoder_only: bool = False) -> LoadedBert:
     path = Path(source).expanduser()
     if is_hf_directory(path):
         return read_hf_directory(path, encoder_only=encoder_only)
-    if not path.exists() and HUB_NAME.match(source):
+    if is_hub_name(source):
         return read_hf_directory(download(source), encoder_only=encoder_only)
     raise UserError(f"{source}: not a Hugging Face BERT directory (config.json and weights) or hub name")

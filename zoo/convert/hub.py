@@ -21,6 +21,25 @@ from zoo.config import UserError
 # A hub repository name: bert-base-uncased, google/bert_uncased_L-2_H-128_A-2.
 HUB_NAME = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
+# Leading components that make a name a local path, never a hub repository: the project's own
+# run folder, and the relative-path spellings.
+LOCAL_PREFIXES = ("./", "../", "runs/")
+
+
+def looks_local(source: str) -> bool:
+    """Whether `source` reads as a local path rather than a hub name: it starts with /, ~, ./,
+    ../ or runs/, or it holds a path separator and its first component exists here."""
+    if source.startswith(("/", "~", *LOCAL_PREFIXES)) or (os.sep != "/" and os.sep in source):
+        return True
+    first, slash, _ = source.partition("/")
+    return bool(slash) and Path(first).exists()
+
+
+def is_hub_name(source: str) -> bool:
+    """Whether `source` is to be looked for on the hub: spelled as a repository name, and
+    neither an existing local path nor one that looks local (a missing run is no download)."""
+    return HUB_NAME.match(source) is not None and not looks_local(source) and not Path(source).exists()
+
 
 def hub_offline() -> bool:
     """Whether downloads cannot work: HF_HUB_OFFLINE is set, or the hub's host does not answer

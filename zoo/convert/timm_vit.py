@@ -28,6 +28,7 @@ from zoo.config import UserError
 from zoo.convert.hub import cached_file, hub_offline
 from zoo.convert.keys import load_strict, rename
 from zoo.models.vit import ViT, resample_positions
+from zoo.train.checkpoint import load_failure
 
 # (timm prefix, zoo prefix); `{i}` is a block index.
 TIMM_TABLE = [
@@ -213,7 +214,10 @@ def read_checkpoint_file(path: Path) -> dict[str, Tensor]:
         else:
             state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # any reader failure means the same thing to the user
-        raise UserError(f"{path}: cannot read checkpoint: {err}") from None
+        if path.suffix == ".safetensors":
+            why = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+            raise UserError(f"{path}: cannot read checkpoint: {why}") from None
+        raise UserError(f"{path}: cannot read checkpoint: {load_failure(path, err)}") from None
     zoo_run = "config" in state and isinstance(state.get("model"), dict)  # zoo.train.checkpoint
     for key in ("model", "state_dict"):  # timm training checkpoints nest the weights
         if isinstance(state.get(key), dict):

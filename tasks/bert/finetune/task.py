@@ -31,6 +31,7 @@ from tasks.bert.hf import load_bert
 from zoo.config import UserError
 from zoo.convert.hf_bert import LoadedBert, names_hf_model
 from zoo.convert.hf_bert_heads import BertHeadModel, build_head
+from zoo.convert.hub import is_hub_name
 from zoo.convert.pinned import load_pinned_hf_bert
 from zoo.data.documents import Document
 from zoo.data.seeding import seeded
@@ -119,7 +120,12 @@ def teacher_logits(
 def load_init(model: ModelConfig) -> LoadedBert:
     """The pretrained BERT named by model.init: a Hugging Face directory or hub name (the encoder
     alone is read; its weights checked first when model.init_sha256 pins them), else a BERT
-    pretraining run directory or checkpoint of this project."""
+    pretraining run directory or checkpoint of this project. A missing local path (runs/...) is
+    named as such, never looked up on the hub."""
+    if not Path(model.init).expanduser().exists() and not is_hub_name(model.init):
+        raise UserError(
+            f"model.init: {model.init}: no such run directory, checkpoint or Hugging Face directory"
+        )
     if names_hf_model(model.init):
         return load_pinned_hf_bert(model.init, model.init_sha256, key="model.init_sha256", encoder_only=True)
     if model.init_sha256:

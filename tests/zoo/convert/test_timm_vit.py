@@ -174,3 +174,33 @@ def test_a_zoo_checkpoint_is_sent_to_init_from(tmp_path, form: str) -> None:
         load_pretrained(_zoo(), str(path))
     with pytest.raises(UserError, match="a directory; .*--train.init_from"):
         load_pretrained(_zoo(), str(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["rand.pt", "rand.safetensors"])
+def test_an_unreadable_weights_file_is_one_line_naming_it(tmp_path, name: str) -> None:
+    """Random bytes: one line that names the file, without torch's advice about weights_only."""
+    from zoo.convert.timm_vit import read_checkpoint_file
+
+    path = tmp_path / name
+    path.write_bytes(
+        bytes(torch.randint(0, 256, (4096,), generator=torch.Generator().manual_seed(0)).tolist())
+    )
+    with pytest.raises(UserError) as info:
+        read_checkpoint_file(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: cannot read checkpoint: ") and "\n" not in message
+    assert "weights_only" not in message and "https://" not in message
+
+
+def test_an_unreadable_weights_file_exits_2_in_one_line_from_the_cli(tmp_path) -> None:
+    from tests.faults.clirun import assert_refused, run
+
+    path = tmp_path / "rand.pt"
+    path.write_bytes(bytes(range(256)) * 16)
+    result = run("tasks.vit.train", f"--model.pretrained={path}", "--train.threads=1",
+                 f"--train.out_dir={tmp_path / 'run'}")  # fmt: skip
+    assert_refused(result)
+    assert result.stderr.strip() == (
+        f"error: {path}: cannot read checkpoint: "
+        "not a checkpoint: neither a torch zip archive nor a torch pickle"
+    )

@@ -229,3 +229,34 @@ def test_data_dev_min_words_carves_whole_sentences_and_keeps_their_phrases_out_o
     assert not {e.texts[0].split()[1] for e in train} & numbers
     with pytest.raises(ConfigError, match="dev_min_words"):
         tiny_config("classify", str(tmp_path / "run2"), *common, "--data.dev_min_words=-1")
+
+
+def test_a_missing_local_init_names_the_key_and_is_never_downloaded(tmp_path, monkeypatch):
+    """The shipped recipes' model.init (runs/bert-tiny-enwiki-52k) is a local run: missing, it is
+    reported as such under its key, never looked up on the Hugging Face hub."""
+    import huggingface_hub
+
+    asked = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *args, **kw: asked.append(args))
+    cfg = tiny_config("classify", str(tmp_path / "run"), "--model.init=runs/no-such-run", model=False)
+    with pytest.raises(UserError) as info:
+        FinetuneTask(cfg).setup(_context(tmp_path))
+    assert str(info.value) == (
+        "model.init: runs/no-such-run: no such run directory, checkpoint or Hugging Face directory"
+    )
+    assert asked == []
+
+
+def test_a_missing_local_init_exits_2_in_one_line_from_the_cli(tmp_path):
+    from tests.faults.clirun import assert_refused, run
+    from tests.tasks.bert.finetune.conftest import tiny_args
+
+    out = tmp_path / "run"
+    result = run("zoo", "train", "bert_finetune", *tiny_args("classify", model=False),
+                 "--model.init=runs/bert-tiny-enwiki-52k", f"--train.out_dir={out}")  # fmt: skip
+    assert_refused(result)
+    assert result.stderr.strip() == (
+        "error: model.init: runs/bert-tiny-enwiki-52k: "
+        "no such run directory, checkpoint or Hugging Face directory"
+    )
+    assert not out.exists() or {p.name for p in out.iterdir()} <= {".lock"}  # nothing written
