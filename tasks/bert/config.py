@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zoo.config import Invalid
 from zoo.data.corpus_split import CorpusConfig
 from zoo.models.bert import BertModelConfig
 from zoo.train.config import OptimConfig, RunConfig, ScheduleConfig, TrainConfig
@@ -59,6 +60,12 @@ class DataConfig(CorpusConfig):
             "help": "evaluate on the first N held-out examples (0 = all; for quick checks)",
         },
     )
+
+    def check(self) -> None:
+        if not 0 < self.masked_lm_prob <= 1:
+            raise Invalid("masked_lm_prob", f"must be in (0, 1], not {self.masked_lm_prob}")
+        if not 0 <= self.short_seq_prob <= 1:
+            raise Invalid("short_seq_prob", f"is a probability: must be in [0, 1], not {self.short_seq_prob}")
 
 
 def _default_model() -> BertModelConfig:

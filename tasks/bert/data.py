@@ -61,7 +61,10 @@ def tokenizer_for(cfg: DataConfig, run_dir: Path, documents: list[Document]) -> 
     if saved.is_file():
         return WordPieceTokenizer.from_json_file(saved)
     if cfg.tokenizer:
-        tokenizer = WordPieceTokenizer.load(cfg.tokenizer, lowercase=cfg.lowercase)
+        try:
+            tokenizer = WordPieceTokenizer.load(cfg.tokenizer, lowercase=cfg.lowercase)
+        except UserError as err:
+            raise UserError(f"key 'data.tokenizer': {err}") from None
     elif cfg.source == "synthetic":  # a closed vocabulary: every word, the same in every run
         tokenizer = WordPieceTokenizer.whole_words(
             (s for d in documents for s in d.sentences), lowercase=cfg.lowercase

@@ -107,6 +107,8 @@ class DataConfig:
     def check(self) -> None:
         if self.upsample_primary < 1:
             raise Invalid("upsample_primary", f"must be at least 1, not {self.upsample_primary}")
+        if not 0 <= self.unk_prob <= 1:
+            raise Invalid("unk_prob", f"is a probability: must be in [0, 1], not {self.unk_prob}")
 
 
 def _default_train() -> TrainConfig:

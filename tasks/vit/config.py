@@ -114,6 +114,33 @@ class DataConfig:
     )
     label_smoothing: float = field(default=0.1, metadata={"help": "label smoothing of the training targets"})
 
+    def check(self) -> None:
+        """Values torchvision would reject (or index past) only once training has begun."""
+        for key in ("batch_size", "eval_batch_size"):
+            if getattr(self, key) < 1:
+                raise Invalid(key, f"must be at least 1, not {getattr(self, key)}")
+        for key in ("eval_limit", "num_workers", "randaugment_ops"):
+            if getattr(self, key) < 0:
+                raise Invalid(key, f"must be at least 0, not {getattr(self, key)}")
+        if not all(value > 0 for value in self.std):
+            raise Invalid("std", f"each value must be above 0, not {self.std}")
+        if self.crop_scale and not (
+            len(self.crop_scale) == 2 and 0 < self.crop_scale[0] <= self.crop_scale[1] <= 1
+        ):
+            raise Invalid(
+                "crop_scale", f"must be [] or [low, high] with 0 < low <= high <= 1, not {self.crop_scale}"
+            )
+        if not 0 <= self.randaugment_magnitude <= 30:
+            raise Invalid("randaugment_magnitude", f"must be in 0-30, not {self.randaugment_magnitude}")
+        for key in ("hflip", "random_erasing", "mix_prob"):
+            if not 0 <= getattr(self, key) <= 1:
+                raise Invalid(key, f"is a probability: must be in [0, 1], not {getattr(self, key)}")
+        for key in ("mixup_alpha", "cutmix_alpha"):
+            if not getattr(self, key) >= 0:
+                raise Invalid(key, f"must be at least 0 (0 = off), not {getattr(self, key)}")
+        if not 0 <= self.label_smoothing < 1:
+            raise Invalid("label_smoothing", f"must be in [0, 1), not {self.label_smoothing}")
+
 
 def _digits_train() -> TrainConfig:
     # One thread: the matrices of this model are too small to gain from more, and extra
@@ -138,3 +165,15 @@ class ViTConfig(RunConfig):
     schedule: ScheduleConfig = field(default_factory=_digits_schedule)
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
+
+    def check(self) -> None:
+        """The normalisation statistics against the model's channels (the data's must match them)."""
+        channels = self.model.in_chans
+        for key in ("mean", "std"):
+            values = getattr(self.data, key)
+            if len(values) not in (0, 1, channels):
+                allowed = "0 or 1" if channels == 1 else f"0, 1 or {channels}"
+                raise Invalid(
+                    f"data.{key}",
+                    f"needs {allowed} values (model.in_chans is {channels}), got {len(values)}: {values}",
+                )

@@ -213,6 +213,8 @@ def build_datasets(cfg: DataConfig, *, channels: int, num_classes: int) -> Image
             f"key 'model.num_classes': {cfg.dataset} has {len(data.classes)} classes, "
             f"the model has {num_classes}"
         )
-    if cfg.mean or cfg.std:
-        data.mean, data.std = tuple(cfg.mean), tuple(cfg.std)
+    if cfg.mean:  # each on its own: [] keeps the data set's
+        data.mean = tuple(cfg.mean)
+    if cfg.std:
+        data.std = tuple(cfg.std)
     return data

@@ -112,6 +112,15 @@ class WordPieceTokenizer(HFTokenizer):
         path = Path(path)
         if not path.is_file():
             raise UserError(f"WordPiece vocabulary not found: {path}")
+        # tokenizers reads each line without its trailing whitespace; a vocabulary without the
+        # special tokens would fail inside it on the first one missing, as a TypeError.
+        pieces = {line.rstrip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()}
+        missing = [token for token in SPECIAL_TOKENS if token not in pieces]
+        if missing:
+            raise UserError(
+                f"{path}: the vocabulary lacks the special tokens {' '.join(missing)} "
+                f"(BERT's WordPiece needs {' '.join(SPECIAL_TOKENS)})"
+            )
         bert = BertWordPieceTokenizer(
             str(path), lowercase=lowercase, strip_accents=strip_accents, handle_chinese_chars=chinese_chars
         )

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zoo.config import Invalid
+
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULE_NAMES = ("inverse_sqrt", "cosine", "linear", "constant")
+
 
 @dataclass
 class TrainConfig:
@@ -64,6 +69,13 @@ class TrainConfig:
         },
     )
 
+    def check(self) -> None:
+        """Values torch would reject deep in the set-up, or take silently and misbehave with."""
+        if not self.clip_norm >= 0:
+            raise Invalid("clip_norm", f"must be at least 0 (0 = no clipping), not {self.clip_norm}")
+        if not 0 <= self.ema_decay < 1:
+            raise Invalid("ema_decay", f"must be in [0, 1) (0 = off), not {self.ema_decay}")
+
 
 @dataclass
 class OptimConfig:
@@ -78,6 +90,22 @@ class OptimConfig:
         },
     )
     momentum: float = field(default=0.9, metadata={"help": "SGD momentum"})
+
+    def check(self) -> None:
+        if self.name not in OPTIMIZERS:
+            raise Invalid("name", f"unknown optimizer {self.name!r}; choose {', '.join(OPTIMIZERS)}")
+        if not self.lr > 0:
+            raise Invalid("lr", f"must be above 0, not {self.lr}")
+        if not self.eps > 0:
+            raise Invalid("eps", f"must be above 0, not {self.eps}")
+        if self.name in ("adam", "adamw") and len(self.betas) != 2:
+            raise Invalid("betas", f"needs two values, got {self.betas}")
+        if not all(0 <= beta < 1 for beta in self.betas):
+            raise Invalid("betas", f"each must be in [0, 1), not {self.betas}")
+        if not self.weight_decay >= 0:
+            raise Invalid("weight_decay", f"must be at least 0, not {self.weight_decay}")
+        if not 0 <= self.momentum < 1:
+            raise Invalid("momentum", f"must be in [0, 1), not {self.momentum}")
 
 
 @dataclass
@@ -98,6 +126,15 @@ class ScheduleConfig:
             "(WSD's cooldown): a run extended by resuming can still end annealed"
         },
     )
+
+    def check(self) -> None:
+        if self.name not in SCHEDULE_NAMES:
+            raise Invalid("name", f"unknown schedule {self.name!r}; choose {', '.join(SCHEDULE_NAMES)}")
+        for key in ("warmup_steps", "cooldown_steps"):
+            if getattr(self, key) < 0:
+                raise Invalid(key, f"must be at least 0, not {getattr(self, key)}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise Invalid("min_lr_ratio", f"must be in [0, 1], not {self.min_lr_ratio}")
 
 
 @dataclass

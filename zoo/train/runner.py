@@ -495,12 +495,27 @@ class Runner:
             raise RuntimeError(
                 f"evaluation at step {self.step} failed; training up to this step is saved in {saved}"
             ) from err
+        self._check_best_metric(metrics, saved)
         if self.checkpoints.is_better(metrics, self.best):
             self.best = float(metrics[self.tc.best_metric])
             state = self._state()  # on every rank: it gathers
             if self.run.is_main:
                 self.checkpoints.save_best(state)
         return metrics
+
+    def _check_best_metric(self, metrics: dict[str, float], saved: Path | None) -> None:
+        """train.best_metric must name a metric the task reports, known at its first evaluation
+        only: the run stops there, its step saved and the evaluation not logged, so the corrected
+        command resumes and (at train.max_steps) evaluates that step again for best.pt."""
+        name = self.tc.best_metric
+        if not name or name in metrics:
+            return
+        reported = ", ".join(f"{k} {v:.4g}" for k, v in sorted(metrics.items())) or "none"
+        raise UserError(
+            f"key 'train.best_metric': the task reports no metric {name!r} (at step {self.step} it "
+            f"reports {reported}); training up to this step is saved in {saved}: set "
+            "train.best_metric to one of those (or '') and run again to resume"
+        )
 
     # ----- the loop -----------------------------------------------------------------------
     def fit(self) -> FitResult:

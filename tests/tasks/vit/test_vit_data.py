@@ -10,10 +10,11 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader
 
-from tasks.vit.config import DataConfig
+from tasks.vit.config import DataConfig, ViTConfig
 from tasks.vit.data import ImageData, build_datasets, iterate
 from tasks.vit.transforms import BatchMixer, SeededTransform, train_transform
-from zoo.config import UserError
+from tests.faults.clirun import assert_refused, run
+from zoo.config import ConfigError, UserError, load_config
 
 AUGMENT = DataConfig(crop_scale=[0.3, 1.0], hflip=0.5, randaugment_ops=2, random_erasing=0.5)
 
@@ -126,3 +127,66 @@ def test_cifar10_reads_the_shared_jpeg_folders() -> None:
     assert data.classes[:3] == ["airplane", "automobile", "bird"] and data.classes[-1] == "truck"
     image, label = data.test[0]
     assert image.size == (32, 32) and image.mode == "RGB" and label == 0
+
+
+VIT_BAD = [
+    ("--data.mean=[0.5,0.5]", "data.mean"),  # model.in_chans is 1: one value or none
+    ("--data.std=[0.5,0.5,0.5,0.5]", "data.std"),
+    ("--data.std=[0.0]", "data.std"),
+    ("--data.std=[-1.0]", "data.std"),
+    ("--data.crop_scale=[2,1]", "data.crop_scale"),
+    ("--data.crop_scale=[0.8,0.5]", "data.crop_scale"),
+    ("--data.crop_scale=[0,1]", "data.crop_scale"),
+    ("--data.crop_scale=[0.5]", "data.crop_scale"),
+    ("--data.randaugment_magnitude=99", "data.randaugment_magnitude"),
+    ("--data.randaugment_magnitude=-1", "data.randaugment_magnitude"),
+    ("--data.hflip=2", "data.hflip"),
+    ("--data.hflip=-0.5", "data.hflip"),
+    ("--data.random_erasing=1.5", "data.random_erasing"),
+    ("--data.mix_prob=2", "data.mix_prob"),
+    ("--data.mixup_alpha=-1", "data.mixup_alpha"),
+    ("--data.label_smoothing=1", "data.label_smoothing"),
+    ("--data.num_workers=-1", "data.num_workers"),
+    ("--data.randaugment_ops=-1", "data.randaugment_ops"),
+    ("--data.batch_size=0", "data.batch_size"),
+]
+
+
+@pytest.mark.parametrize(("override", "key"), VIT_BAD, ids=[o for o, _ in VIT_BAD])
+def test_a_bad_data_option_is_refused_when_the_config_is_read(override: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^key '{key}': ") as err:
+        load_config(ViTConfig, overrides=[override])
+    assert "\n" not in str(err.value)
+
+
+def test_normalisation_may_give_one_value_or_one_per_channel() -> None:
+    load_config(ViTConfig, overrides=["--data.mean=[0.5]", "--data.std=[0.25]", "--data.crop_scale=[]"])
+    rgb = ["--model.in_chans=3", "--data.mean=[0.5,0.4,0.3]", "--data.std=[0.2]", "--data.crop_scale=[1,1]"]
+    load_config(ViTConfig, overrides=[*rgb, "--data.hflip=1", "--data.randaugment_magnitude=30"])
+    with pytest.raises(ConfigError, match=r"^key 'data.mean': .*model.in_chans is 3"):
+        load_config(ViTConfig, overrides=["--model.in_chans=3", "--data.mean=[0.5,0.5]"])
+
+
+def test_mean_and_std_each_replace_only_the_data_sets_own() -> None:
+    """[] keeps the data set's statistic: std alone once dropped the mean (and failed as 'got 0')."""
+    digits = build_datasets(DataConfig(), channels=1, num_classes=10)
+    data = build_datasets(DataConfig(std=[0.25]), channels=1, num_classes=10)
+    assert data.mean == digits.mean and data.std == (0.25,)
+    data = build_datasets(DataConfig(mean=[0.5]), channels=1, num_classes=10)
+    assert data.mean == (0.5,) and data.std == digits.std
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("--data.mean=[0.5,0.5]", "data.mean"),
+        ("--data.randaugment_magnitude=99", "data.randaugment_magnitude"),
+    ],
+)
+def test_the_train_cli_refuses_a_bad_data_option_before_touching_the_run_directory(
+    tmp_path: Path, override: str, key: str
+) -> None:
+    out = tmp_path / "run"
+    args = ["--train.max_steps=1", "--train.threads=1", f"--train.out_dir={out}", "--data.randaugment_ops=2"]
+    assert_refused(run("tasks.vit.train", *args, override), f"key '{key}'")
+    assert not out.exists()

@@ -82,3 +82,16 @@ def test_a_corrupt_tokenizer_json_is_one_line_naming_the_problem(tmp_path):
     assert str(error.value).startswith(f"{saved}: ") and "\n" not in str(error.value)
     with pytest.raises(UserError, match=r"^run/best\.pt: tokenizer\.json: not a tokenizers JSON file"):
         WordPieceTokenizer.from_bytes(b"{not json", source="run/best.pt: tokenizer.json")  # a checkpoint's
+
+
+def test_a_vocab_txt_without_the_special_tokens_names_the_file_and_the_missing_ones(tmp_path):
+    """tokenizers itself fails on the first one missing, with a TypeError."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\nhello\nworld\n##s\n")
+    with pytest.raises(UserError) as error:
+        WordPieceTokenizer.load(vocab)
+    message = str(error.value)
+    assert message.startswith(f"{vocab}: ") and "\n" not in message
+    assert "lacks the special tokens [CLS] [SEP] [MASK]" in message
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]  \nhello\n")  # trailing blanks: as tokenizers reads
+    assert WordPieceTokenizer.load(vocab).mask_id == 4
