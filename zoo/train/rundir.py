@@ -56,6 +56,9 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+SHOWN_DIFFERENCES = 5  # keys a refused resume lists; the rest are counted
+
+
 def frozen_differences(saved_yaml: str, current_yaml: str, may_change: Collection[str] = ()) -> list[str]:
     """Keys of the model and data (and the seed, the optimizer) that differ between two configs,
     but for those in `may_change`."""
@@ -180,9 +183,14 @@ class RunDirectory:
             return
         differences = frozen_differences(saved.read_text(), config_yaml, may_change)
         if differences:
+            shown = "; ".join(differences[:SHOWN_DIFFERENCES])
+            if len(differences) > SHOWN_DIFFERENCES:  # most keys differ: another task's run, say
+                shown += (
+                    f"; and {len(differences) - SHOWN_DIFFERENCES} more (a run of another recipe or task?)"
+                )
             raise UserError(
                 f"{saved}: the run in {self.path} was trained with other model/data "
-                f"settings: {'; '.join(differences)}. Use the same settings to resume, "
+                f"settings: {shown}. Use the same settings to resume, "
                 "another train.out_dir, or --train.resume=false to start over "
                 "(the old run is moved aside, not deleted)"
             )

@@ -28,6 +28,23 @@ def test_resume_with_other_model_or_data_settings_names_the_keys(tiny_cfg):
         fit(changed, ToyTask(changed))
 
 
+def test_a_run_of_another_recipe_is_refused_listing_a_few_keys_and_counting_the_rest(tmp_path):
+    """Resuming into another task's run: nearly every key differs; the line names five."""
+    saved = "model:\n" + "".join(f"  k{i}: {i}\n" for i in range(9))
+    directory = RunDirectory(tmp_path / "run")
+    directory.prepare(saved, resume=True)
+    directory.write_config(saved)
+    (directory.checkpoints / "step_00000001.pt").parent.mkdir(parents=True, exist_ok=True)
+    (directory.checkpoints / "step_00000001.pt").write_bytes(b"")
+    directory.release()
+    other = saved.replace(": ", ": 1")  # every value changed
+    with pytest.raises(UserError) as refused:
+        RunDirectory(tmp_path / "run").prepare(other, resume=True)
+    message = str(refused.value)
+    assert "model.k0 (0 -> 10); model.k1 (1 -> 11)" in message and "model.k5" not in message
+    assert "; and 4 more (a run of another recipe or task?)" in message and "\n" not in message
+
+
 def test_schedule_and_step_budget_may_change_on_resume():
     saved = "train:\n  max_steps: 4\n  seed: 0\nschedule:\n  warmup_steps: 10\nmodel:\n  dim: 8\n"
     longer = saved.replace("max_steps: 4", "max_steps: 40").replace("warmup_steps: 10", "warmup_steps: 3")
