@@ -95,6 +95,12 @@ def prompts_of(loaded: Any, lines: list[str], options: GenerationOptions) -> lis
     that leaves no room for max_new_tokens in the context keeps its last tokens, with a note."""
     context = loaded.config.max_len
     room = max(1, context - options.max_new_tokens)
+    if options.max_new_tokens >= context:  # a row stops at the context's end, whatever was asked
+        print(
+            f"note: max_new_tokens {options.max_new_tokens} is more than the context of {context} "
+            "holds: each prompt stops at the context's end",
+            file=sys.stderr,
+        )
     prompts = []
     for number, line in enumerate(lines, 1):
         ids = loaded.tokenizer.encode(line) or [loaded.tokenizer.eot_id]

@@ -149,7 +149,14 @@ def test_a_prompt_longer_than_the_context_is_cut_from_the_left_with_a_note(run_d
     monkeypatch.setattr("sys.stdin", io.StringIO("the town " * 100 + "\n"))
     generate.main([str(run_dir), "--max_new_tokens=4", "--json"])
     err = capsys.readouterr().err
-    assert "note: prompt 1 has" in err and "kept its last 28" in err
+    assert "note: prompt 1 has" in err and "kept its last 28" in err and "more than the context" not in err
+
+
+def test_more_new_tokens_than_the_context_holds_gets_a_note(run_dir, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO("the town\n"))
+    (text,) = generate.main([str(run_dir), "--max_new_tokens=500", "--min_new_tokens=500", "--json"])
+    err = capsys.readouterr().err
+    assert "note: max_new_tokens 500 is more than the context of 32 holds" in err
 
 
 def test_export_hf_loads_in_transformers_with_equal_logits(run_dir, tmp_path):
