@@ -219,9 +219,12 @@ def read_checkpoint_file(path: Path) -> dict[str, Tensor]:
             raise UserError(f"{path}: cannot read checkpoint: {why}") from None
         raise UserError(f"{path}: cannot read checkpoint: {load_failure(path, err)}") from None
     zoo_run = "config" in state and isinstance(state.get("model"), dict)  # zoo.train.checkpoint
+    schema = state.get("schema", "") if zoo_run else ""
     for key in ("model", "state_dict"):  # timm training checkpoints nest the weights
         if isinstance(state.get(key), dict):
             state = state[key]
+    if schema and "vit" not in str(schema).lower():
+        raise UserError(f"{path}: a zoo checkpoint of another task ({schema}), not timm weights")
     if zoo_run or any(k.startswith("encoder.layers.") or k == "pixel_mean" for k in state):
         raise UserError(
             f"{path}: a zoo ViT checkpoint, not timm weights: start from it with "

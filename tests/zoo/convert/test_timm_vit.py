@@ -176,6 +176,15 @@ def test_a_zoo_checkpoint_is_sent_to_init_from(tmp_path, form: str) -> None:
         load_pretrained(_zoo(), str(tmp_path))
 
 
+def test_a_zoo_checkpoint_of_another_task_is_named_as_such(tmp_path) -> None:
+    path = tmp_path / "best.pt"
+    torch.save({"model": {"w": torch.zeros(1)}, "config": "", "schema": "tasks.gpt.config.GPTConfig"}, path)
+    with pytest.raises(
+        UserError, match=r"best\.pt: a zoo checkpoint of another task \(tasks\.gpt\.config\.GPTConfig\)"
+    ):
+        load_pretrained(_zoo(), str(path))
+
+
 @pytest.mark.parametrize("name", ["rand.pt", "rand.safetensors"])
 def test_an_unreadable_weights_file_is_one_line_naming_it(tmp_path, name: str) -> None:
     """Random bytes: one line that names the file, without torch's advice about weights_only."""
