@@ -35,7 +35,7 @@ from zoo.convert.hf_bert import (
     is_hf_directory,
     read_weights,
 )
-from zoo.convert.hub import HUB_NAME, snapshot
+from zoo.convert.hub import is_hub_name, snapshot
 from zoo.convert.keys import load_strict, rename
 from zoo.models.gpt import GPT, INIT_STD, GPTModelConfig, build_gpt
 
@@ -325,7 +325,7 @@ def load_hf_gpt2(source: str) -> LoadedGPT:
     path = Path(source).expanduser()
     if is_hf_directory(path):
         return read_hf_directory(path)
-    if not path.exists() and HUB_NAME.match(source):
+    if is_hub_name(source):
         return read_hf_directory(download(source))
     raise UserError(f"{source}: not a Hugging Face GPT-2 directory (config.json and weights) or hub name")
 
