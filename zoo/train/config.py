@@ -9,8 +9,12 @@ from dataclasses import dataclass, field
 
 from zoo.config import Invalid
 
-OPTIMIZERS = ("adam", "adamw", "sgd")
-SCHEDULE_NAMES = ("inverse_sqrt", "cosine", "linear", "constant")
+OPTIMIZERS = ("adam", "adamw", "sgd")  # zoo.train.optim.build_optimizer's
+TRAIN_CHOICES = {"precision": ("fp32", "bf16"), "nan_policy": ("stop", "skip"), "best_mode": ("max", "min")}
+TRAIN_LEAST = {
+    "grad_accum": 1, "log_every": 1, "max_steps": 1, "eval_every": 0, "save_every": 0, "keep_last": 1,
+    "nan_max_skips": 1, "threads": 0,
+}  # fmt: skip
 
 
 @dataclass
@@ -70,7 +74,14 @@ class TrainConfig:
     )
 
     def check(self) -> None:
-        """Values torch would reject deep in the set-up, or take silently and misbehave with."""
+        """Values the loop cannot run with, or torch would reject deep in the set-up, or take
+        silently and misbehave with."""
+        for key, allowed in TRAIN_CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise Invalid(key, f"must be {' or '.join(allowed)}, not {getattr(self, key)!r}")
+        for key, least in TRAIN_LEAST.items():
+            if getattr(self, key) < least:
+                raise Invalid(key, f"must be at least {least}, not {getattr(self, key)}")
         if not self.clip_norm >= 0:
             raise Invalid("clip_norm", f"must be at least 0 (0 = no clipping), not {self.clip_norm}")
         if not 0 <= self.ema_decay < 1:
@@ -94,8 +105,8 @@ class OptimConfig:
     def check(self) -> None:
         if self.name not in OPTIMIZERS:
             raise Invalid("name", f"unknown optimizer {self.name!r}; choose {', '.join(OPTIMIZERS)}")
-        if not self.lr > 0:
-            raise Invalid("lr", f"must be above 0, not {self.lr}")
+        if not self.lr >= 0:  # 0 is torch's too: weights held still (tests/zoo/train/test_runner.py)
+            raise Invalid("lr", f"must be at least 0, not {self.lr}")
         if not self.eps > 0:
             raise Invalid("eps", f"must be above 0, not {self.eps}")
         if self.name in ("adam", "adamw") and len(self.betas) != 2:
@@ -128,8 +139,10 @@ class ScheduleConfig:
     )
 
     def check(self) -> None:
-        if self.name not in SCHEDULE_NAMES:
-            raise Invalid("name", f"unknown schedule {self.name!r}; choose {', '.join(SCHEDULE_NAMES)}")
+        from zoo.train.schedules import SCHEDULES  # the builders' registry (it imports this module)
+
+        if self.name not in SCHEDULES:
+            raise Invalid("name", f"unknown schedule {self.name!r}; choose {', '.join(SCHEDULES)}")
         for key in ("warmup_steps", "cooldown_steps"):
             if getattr(self, key) < 0:
                 raise Invalid(key, f"must be at least 0, not {getattr(self, key)}")

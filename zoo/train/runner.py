@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from zoo.config import UserError, to_yaml
+from zoo.config import ConfigError, UserError, check_values, to_yaml
 from zoo.train.checkpoint import (
     CheckpointManager,
     load_checkpoint,
@@ -33,7 +33,7 @@ from zoo.train.checkpoint import (
     resolve_checkpoint,
     schema_name,
 )
-from zoo.train.config import RunConfig, TrainConfig
+from zoo.train.config import RunConfig
 from zoo.train.distributed import (
     all_gather_objects,
     all_reduce_sum,
@@ -94,37 +94,20 @@ def move_to(obj: Any, device: torch.device) -> Any:
     return obj
 
 
-def check_train_config(tc: TrainConfig) -> None:
-    """Values the loop cannot run with, named by key before any work starts."""
-    choices = {"precision": ("fp32", "bf16"), "nan_policy": ("stop", "skip"), "best_mode": ("max", "min")}
-    for key, allowed in choices.items():
-        if getattr(tc, key) not in allowed:
-            raise UserError(f"key 'train.{key}': must be {' or '.join(allowed)}, not {getattr(tc, key)!r}")
-    for key, least in (
-        ("grad_accum", 1),
-        ("log_every", 1),
-        ("max_steps", 1),
-        ("eval_every", 0),
-        ("save_every", 0),
-        ("keep_last", 1),
-        ("nan_max_skips", 1),
-        ("threads", 0),
-    ):
-        if getattr(tc, key) < least:
-            raise UserError(f"key 'train.{key}': must be at least {least}, not {getattr(tc, key)}")
-    if tc.fsdp and tc.ema_decay > 0:  # the EMA copy would need sharding, gathering and evaluating too
-        raise UserError(
-            "keys 'train.fsdp' and 'train.ema_decay': an EMA of sharded weights is not supported "
-            "(set train.ema_decay=0 or train.fsdp=false)"
-        )
-
-
 class Runner:
     """One training run. Use `fit(cfg, task)`."""
 
     def __init__(self, cfg: RunConfig, task: Task) -> None:
         self.cfg, self.tc, self.task = cfg, cfg.train, task
-        check_train_config(self.tc)
+        try:  # a config built in code has not been through load_config's checks
+            check_values(cfg)
+        except ConfigError as err:
+            raise UserError(str(err)) from None
+        if self.tc.fsdp and self.tc.ema_decay > 0:  # the EMA copy would need sharding and gathering
+            raise UserError(
+                "keys 'train.fsdp' and 'train.ema_decay': an EMA of sharded weights is not supported "
+                "(set train.ema_decay=0 or train.fsdp=false)"
+            )
         self.threads, self.threads_why = choose_threads(self.tc.threads)
         torch.set_num_threads(self.threads)
         env = init_distributed(self.tc.device)

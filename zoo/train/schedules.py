@@ -79,10 +79,6 @@ def build_schedule(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """LambdaLR multiplying `optim.lr` by the schedule named `cfg.name` (see SCHEDULES), cooled
     down over the last `cfg.cooldown_steps`."""
-    if cfg.name not in SCHEDULES:
-        raise ConfigError(
-            f"key 'schedule.name': unknown schedule {cfg.name!r}; choose {', '.join(SCHEDULES)}"
-        )
     if not 0 <= cfg.cooldown_steps <= total_steps:
         raise ConfigError(
             f"key 'schedule.cooldown_steps': {cfg.cooldown_steps} must lie between 0 and "

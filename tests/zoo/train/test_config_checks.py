@@ -5,21 +5,22 @@ which only the task's first evaluation can check, stops the run there with its s
 from pathlib import Path
 
 import pytest
+import torch
 from toy import ToyTask
 
 from tests.faults.clirun import GPT, assert_refused, run
 from zoo.config import ConfigError, UserError, load_config
 from zoo.train import RunConfig, fit
 from zoo.train.checkpoint import step_checkpoints
-from zoo.train.config import OPTIMIZERS, SCHEDULE_NAMES
+from zoo.train.config import OPTIMIZERS
 from zoo.train.metrics_log import read_metrics
-from zoo.train.schedules import SCHEDULES
+from zoo.train.optim import build_optimizer
+from zoo.train.schedules import SCHEDULES, build_schedule
 
 GPT = [*GPT, "--train.max_steps=1"]  # the tiny GPT of the fault tests, one step: evaluated at step 1
 
 BAD = [
     ("--optim.lr=-1", "optim.lr"),
-    ("--optim.lr=0", "optim.lr"),
     ("--optim.eps=-1", "optim.eps"),
     ("--optim.eps=0", "optim.eps"),
     ("--optim.betas=[1.5,2]", "optim.betas"),
@@ -52,7 +53,7 @@ def test_a_bad_optimizer_or_schedule_value_is_refused_when_read(override, key):
 @pytest.mark.parametrize(
     "overrides",
     [
-        ["--train.clip_norm=0", "--train.ema_decay=0", "--schedule.warmup_steps=0"],  # the documented offs
+        ["--train.clip_norm=0", "--train.ema_decay=0", "--schedule.warmup_steps=0", "--optim.lr=0"],  # offs
         ["--train.ema_decay=0.9999", "--optim.betas=[0,0.999]", "--optim.weight_decay=0"],
         ["--schedule.min_lr_ratio=0", "--schedule.cooldown_steps=0", "--optim.momentum=0"],
         ["--schedule.min_lr_ratio=1", "--optim.name=sgd", "--optim.betas=[]"],  # sgd has no betas
@@ -62,9 +63,21 @@ def test_documented_values_are_accepted(overrides):
     load_config(RunConfig, overrides=overrides)
 
 
-def test_the_names_the_config_accepts_are_those_the_builders_know():
-    assert set(SCHEDULE_NAMES) == set(SCHEDULES)
-    assert OPTIMIZERS == ("adam", "adamw", "sgd")  # build_optimizer's branches
+def test_every_name_the_config_accepts_builds_its_optimizer_and_schedule():
+    model = torch.nn.Linear(2, 2)
+    for name in OPTIMIZERS:
+        optimizer = build_optimizer(model, load_config(RunConfig, overrides=[f"optim.name={name}"]).optim)
+        assert type(optimizer).__name__.lower() == name
+    for name in SCHEDULES:
+        build_schedule(optimizer, load_config(RunConfig, overrides=[f"schedule.name={name}"]).schedule, 10)
+
+
+def test_a_config_built_in_code_is_checked_by_the_runner_before_any_work(tiny_cfg):
+    """load_config checks what it reads; fit checks again what code built without it."""
+    tiny_cfg.optim.lr = -1.0
+    with pytest.raises(UserError, match=r"^key 'optim\.lr': must be at least 0, not -1\.0$"):
+        fit(tiny_cfg, ToyTask(tiny_cfg))
+    assert not Path(tiny_cfg.train.out_dir).exists()
 
 
 @pytest.mark.parametrize(

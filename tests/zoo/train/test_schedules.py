@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from zoo.config import ConfigError
-from zoo.train.config import ScheduleConfig
+from zoo.config import ConfigError, load_config
+from zoo.train.config import RunConfig, ScheduleConfig
 from zoo.train.schedules import build_schedule
 
 
@@ -54,7 +54,7 @@ def test_linear_is_berts_warmup_and_decay():
 
 def test_unknown_schedule_names_the_key():
     with pytest.raises(ConfigError, match="schedule.name.*choose inverse_sqrt"):
-        rates("exponential", 1.0, 3)
+        load_config(RunConfig, overrides=["schedule.name=exponential"])
 
 
 @pytest.mark.parametrize("name", ["inverse_sqrt", "constant"])
