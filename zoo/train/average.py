@@ -55,14 +55,14 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Tensor]:
     """The mean of the evaluated weights of zoo checkpoints (EMA when kept, else "model"),
     loaded one at a time."""
 
-    def models() -> Iterable[dict[str, Tensor]]:
-        for path in paths:
-            state = load_checkpoint(path)
-            if "model" not in state:
-                raise UserError(f"{path}: no 'model' entry; not a zoo training checkpoint")
-            yield ema_weights(state) or state["model"]
+    return average_state_dicts(evaluated_weights(load_checkpoint(path), path) for path in paths)
 
-    return average_state_dicts(models())
+
+def evaluated_weights(state: dict, path: Path | str) -> dict[str, Tensor]:
+    """The weights a zoo checkpoint is evaluated with: its EMA when kept, else its model."""
+    if "model" not in state:
+        raise UserError(f"{path}: no 'model' entry; not a zoo training checkpoint")
+    return ema_weights(state) or state["model"]
 
 
 # Copied from the newest checkpoint so the average loads and describes itself like the others;

@@ -15,12 +15,14 @@ else is refused in one line naming the ingredient and the key.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from torch import Tensor
 
 from zoo.config import UserError
-from zoo.train.average import CARRIED_KEYS, average_checkpoints
+from zoo.train.average import CARRIED_KEYS, average_state_dicts, evaluated_weights
 from zoo.train.checkpoint import load_checkpoint, save_atomic
 
 
@@ -35,40 +37,54 @@ def _identity(state: dict) -> dict:
     }
 
 
-def check_ingredients(paths: list[Path]) -> dict:
-    """The first ingredient's checkpoint, once every other one is the same model (else a UserError
-    naming the file and the first key that differs)."""
+@dataclass
+class Ingredient:
+    """One fine-tuning, loaded once: its evaluated weights and what a soup of it carries."""
+
+    path: Path
+    weights: dict[str, Tensor]
+    carried: dict  # CARRIED_KEYS of its checkpoint
+
+
+def load_ingredients(paths: list[Path]) -> list[Ingredient]:
+    """Each checkpoint read once, after the first, checked to be the same model as the first
+    (else a UserError naming the file and the first key that differs)."""
     if not paths:
         raise UserError("a soup needs at least one checkpoint")
-    first = load_checkpoint(paths[0])
-    if "model" not in first:
-        raise UserError(f"{paths[0]}: no 'model' entry; not a zoo training checkpoint")
-    expected = _identity(first)
-    for path in paths[1:]:
-        found = _identity(load_checkpoint(path))
+    ingredients, expected = [], None
+    for path in paths:
+        state = load_checkpoint(path)
+        found = _identity(state)
+        expected = found if expected is None else expected
         for key in sorted(expected.keys() | found.keys()):
             if expected.get(key) != found.get(key):
                 shown = "differ" if key == "artifacts" else f"{found.get(key)!r}, not {expected.get(key)!r}"
                 raise UserError(
                     f"{path}: {key} {shown} as in {paths[0]}: a soup averages fine-tunings of one model"
                 )
-    return first
+        carried = {key: state[key] for key in CARRIED_KEYS if key in state}
+        ingredients.append(Ingredient(path, evaluated_weights(state, path), carried))
+    return ingredients
+
+
+def save_soup(ingredients: list[Ingredient], output: Path) -> None:
+    """The mean of the ingredients' weights at `output`, a checkpoint that loads like the first
+    ingredient's (its recipe, artifacts and step) and names its ingredients."""
+    state = dict(ingredients[0].carried)
+    state["model"] = average_state_dicts(i.weights for i in ingredients)
+    state["souped_from"] = [str(i.path) for i in ingredients]
+    save_atomic(state, output)
 
 
 def write_soup(paths: list[Path], output: Path) -> None:
-    """Average the evaluated weights of `paths` into a checkpoint at `output` that loads like the
-    first ingredient's (its recipe, artifacts and step), naming its ingredients."""
-    first = check_ingredients(paths)
-    state = {key: first[key] for key in CARRIED_KEYS if key in first}
-    state["model"] = average_checkpoints(paths)
-    state["souped_from"] = [str(path) for path in paths]
-    save_atomic(state, output)
+    """The soup of the checkpoints `paths` at `output`."""
+    save_soup(load_ingredients(paths), output)
 
 
 def greedy_soup(
     ranked: list[Path], score: Callable[[Path], float], output: Path
 ) -> tuple[list[Path], list[dict]]:
-    """Wortsman et al.'s greedy soup, written to `output`.
+    """Wortsman et al.'s greedy soup, written to `output`. Each checkpoint is read once.
 
     Args:
         ranked: the ingredients, best held-out score first.
@@ -81,17 +97,17 @@ def greedy_soup(
         the soup with it, and whether it joined (the score did not fall).
     """
     candidate = output.with_name(output.stem + ".candidate.pt")
-    kept: list[Path] = []
+    kept: list[Ingredient] = []
     best = float("-inf")
     trials: list[dict] = []
-    for path in ranked:
-        write_soup([*kept, path], candidate)
+    for ingredient in load_ingredients(ranked):
+        save_soup([*kept, ingredient], candidate)
         value = score(candidate)
         joined = value >= best
-        trials.append({"ingredient": str(path), "soup_score": value, "joined": joined})
+        trials.append({"ingredient": str(ingredient.path), "soup_score": value, "joined": joined})
         if joined:
-            kept.append(path)
+            kept.append(ingredient)
             best = value
             candidate.replace(output)
     candidate.unlink(missing_ok=True)
-    return kept, trials
+    return [i.path for i in kept], trials

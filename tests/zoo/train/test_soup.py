@@ -8,6 +8,8 @@ import torch
 import yaml
 
 from zoo.config import UserError
+from zoo.train import soup
+from zoo.train.checkpoint import load_checkpoint
 from zoo.train.soup import greedy_soup, write_soup
 
 
@@ -55,7 +57,7 @@ def test_fine_tunings_of_another_model_are_refused_naming_file_and_key(tmp_path)
     assert not (tmp_path / "soup.pt").exists()
 
 
-def test_the_greedy_soup_keeps_what_does_not_lower_the_held_out_score(tmp_path):
+def test_the_greedy_soup_keeps_what_does_not_lower_the_held_out_score(tmp_path, monkeypatch):
     # Held-out score: closeness of the soup's weight to 2. Ranked a, b, c, d:
     # a alone 1 -> -1; a+b mean 2 -> 0, joins; a+b+c mean -1 -> -3, left out;
     # a+b+d mean 2 -> 0, a tie, joins (the recipe's "at least as well").
@@ -71,7 +73,10 @@ def test_the_greedy_soup_keeps_what_does_not_lower_the_held_out_score(tmp_path):
         scored.append(weight(path))
         return -abs(weight(path) - 2.0)
 
+    reads = []
+    monkeypatch.setattr(soup, "load_checkpoint", lambda path: reads.append(path) or load_checkpoint(path))
     kept, trials = greedy_soup(ranked, score, tmp_path / "greedy.pt")
+    assert reads == ranked  # each ingredient read once, not once per trial
     assert kept == [ranked[0], ranked[1], ranked[3]]
     assert scored == [1.0, 2.0, -1.0, 2.0]
     assert [t["soup_score"] for t in trials] == [-1.0, 0.0, -3.0, 0.0]
