@@ -223,9 +223,10 @@ def read_checkpoint_file(path: Path) -> dict[str, Tensor]:
     for key in ("model", "state_dict"):  # timm training checkpoints nest the weights
         if isinstance(state.get(key), dict):
             state = state[key]
-    if schema and "vit" not in str(schema).lower():
-        raise UserError(f"{path}: a zoo checkpoint of another task ({schema}), not timm weights")
-    if zoo_run or any(k.startswith("encoder.layers.") or k == "pixel_mean" for k in state):
+    zoo_vit = "pixel_mean" in state  # a buffer only zoo's ViT has
+    if zoo_run and not zoo_vit:
+        raise UserError(f"{path}: a zoo checkpoint of another task ({schema or 'unnamed'}), not timm weights")
+    if zoo_vit:
         raise UserError(
             f"{path}: a zoo ViT checkpoint, not timm weights: start from it with "
             f"--train.init_from={path} (and no model.pretrained)"
