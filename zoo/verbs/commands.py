@@ -239,12 +239,10 @@ def export(spec: TaskSpec, argv: list[str]) -> Path:
 
 
 def _named_inputs(options: VerbOptions) -> list[Path]:
-    """What the options name to read: the runs (and a run's checkpoints), a checkpoint file."""
+    """What the options name to read: the runs and their checkpoints (a --checkpoint FILE is
+    known once loaded: `export` checks the file it read)."""
     runs = [Path(run) for run in (options.run, *options.ensemble_runs)]
-    named = [*runs, *(run / "checkpoints" for run in runs)]
-    if options.checkpoint not in ("best", "last", "averaged"):
-        named.append(Path(options.checkpoint))
-    return named
+    return [*runs, *(run / "checkpoints" for run in runs)]
 
 
 def average(spec: TaskSpec, argv: list[str]) -> Path:
