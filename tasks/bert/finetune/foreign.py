@@ -12,13 +12,10 @@ from pathlib import Path
 from tasks.bert.finetune.config import HEADS, FinetuneConfig
 from tasks.bert.finetune.task import Encoder
 from zoo.config import UserError, load_config
-from zoo.convert.hf_bert_heads import LoadedBertHead, read_hf_head_directory
+from zoo.convert.hf_bert_heads import HEAD_KINDS, LoadedBertHead, read_hf_head_directory
 
-ARCHITECTURE_HEADS = {
-    "BertForSequenceClassification": "classify",
-    "BertForTokenClassification": "tag",
-    "BertForQuestionAnswering": "span",
-}
+ARCHITECTURES = {head: HEAD_KINDS[task].architecture for head, task in HEADS.items()}  # head -> class
+ARCHITECTURE_HEADS = {architecture: head for head, architecture in ARCHITECTURES.items()}
 
 
 def hf_head_of(directory: Path) -> str | None:

@@ -22,7 +22,7 @@ from tasks.bert.data import TOKENIZER_FILE
 from tasks.bert.finetune import heads
 from tasks.bert.finetune.config import HEADS, FinetuneConfig
 from tasks.bert.finetune.examples import builtin_set
-from tasks.bert.finetune.foreign import hf_head_of, read_hf_finetuned, recipe_for
+from tasks.bert.finetune.foreign import ARCHITECTURES, hf_head_of, read_hf_finetuned, recipe_for
 from tasks.bert.finetune.splits import describe, read_split
 from tasks.bert.finetune.task import Encoder, FinetuneTask, rebuild
 from tasks.bert.inference import attention_weights
@@ -48,8 +48,6 @@ Next:
 The other heads offline: python -m zoo train bert_finetune --head=tag (or --head=span)
 Real data (a data directory holding sst2/, conll2000/, squad-v1.1/, as ../shared/data does):
   python -m zoo train bert_finetune --config configs/bert/sst2.yaml --data.data_dir=DATA"""
-ARCHITECTURES = {"classify": "BertForSequenceClassification", "tag": "BertForTokenClassification",
-                 "span": "BertForQuestionAnswering"}  # fmt: skip
 
 
 @dataclass
