@@ -36,6 +36,7 @@ from zoo.train.metrics_log import read_metrics
 RECIPE = "configs/translation/multi30k.yaml"
 OUT_ROOT = Path("runs/studies")
 STUDY_STEPS = 800
+LOG_EVERY = 25  # train.log_every of configs/translation/multi30k.yaml and multi30k_rnn.yaml
 RESULTS_FILE = "study.json"
 TRAIN, EVALUATE = "tasks.translation.train", "tasks.translation.evaluate"
 BEAM = 4
@@ -58,6 +59,14 @@ class Row:
         return " ".join(f"{key.removeprefix('model.')}={value}" for key, value in self.overrides.items())
 
 
+def eval_every(steps: int, evals: int) -> int:
+    """Steps between `evals` validations of a `steps`-step run: a multiple of the recipes'
+    train.log_every (LOG_EVERY) where the run is long enough, since a run's curve keeps only the
+    validations at a logged step (bench.studies.recurrent.curve)."""
+    every = max(1, steps // evals)
+    return every - every % LOG_EVERY if every >= LOG_EVERY else every
+
+
 @dataclass(frozen=True)
 class Budget:
     """What every row of a study shares.
@@ -65,11 +74,12 @@ class Budget:
     Args:
         out_root: the study's folder; each row runs in out_root/<row name>.
         data_dir: the folder holding multi30k/.
-        max_steps: optimizer steps per row (warm-up a quarter, validations at half and end).
+        max_steps: optimizer steps per row (warm-up a quarter, `evals` validations).
         threads: CPU threads for training and evaluation.
         device: where the evaluate command runs (training takes the runner's train.device=auto).
         seed: the runs' train.seed (0, the recipe's, is left out of the commands): another seed
             retrains the rows to show how much of a difference between them is chance.
+        evals: validations per run, evenly spaced, the last at the end (`eval_every`).
     """
 
     out_root: Path
@@ -78,6 +88,7 @@ class Budget:
     threads: int = 2
     device: str = "cpu"
     seed: int = 0
+    evals: int = 2
 
     def run_dir(self, row: Row) -> Path:
         return self.out_root / row.name
@@ -88,7 +99,7 @@ class Budget:
             f"--train.max_steps={self.max_steps}",
             "--schedule.name=cosine",
             f"--schedule.warmup_steps={max(1, self.max_steps // 4)}",
-            f"--train.eval_every={max(1, self.max_steps // 2)}",
+            f"--train.eval_every={eval_every(self.max_steps, self.evals)}",
             "--decode.eval_beam_size=1",
             f"--train.threads={self.threads}",
             *([f"--train.seed={self.seed}"] if self.seed else []),

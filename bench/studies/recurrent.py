@@ -52,6 +52,7 @@ from bench.studies.multi30k import (
     Budget,
     call,
     default_data_dir,
+    eval_every,
     finished,
     logged_results,
     measure,
@@ -98,9 +99,9 @@ class Contender:
 
 def contenders(budget: Budget, out_root: Path, rnn_steps: int) -> tuple[Contender, Contender]:
     """The Transformer base row (on `budget`) and the rnn recipe (`rnn_steps` > 0: that many
-    steps, validating at the half and the end, for smoke runs; 0: the recipe's)."""
+    steps, validating budget.evals times; 0: the recipe's)."""
     transformer = Contender("transformer", budget.run_dir(BASE), budget.train_args(BASE))
-    steps = [f"--train.max_steps={rnn_steps}", f"--train.eval_every={max(1, rnn_steps // 2)}"]
+    steps = [f"--train.max_steps={rnn_steps}", f"--train.eval_every={eval_every(rnn_steps, budget.evals)}"]
     run_dir = out_root / "recurrent" / "rnn"
     rnn_args = ["--config", RNN_RECIPE, f"--data.data_dir={budget.data_dir}", f"--train.out_dir={run_dir}",
                 f"--train.threads={budget.threads}", *(steps if rnn_steps else [])]  # fmt: skip
@@ -252,14 +253,24 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out_root", type=Path, default=OUT_ROOT, help="where the studies' runs live")
     parser.add_argument("--max_steps", type=int, default=STUDY_STEPS, help="the Transformer row's steps")
     parser.add_argument("--rnn_steps", type=int, default=0, help="the rnn run's steps (0 = the recipe's)")
+    parser.add_argument(
+        "--evals",
+        type=int,
+        default=2,
+        help="validations per run (the equal-cost readings interpolate between them)",
+    )
     parser.add_argument("--speed_sentences", type=int, default=200, help="test sentences per timed search")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds of the four searches")
     parser.add_argument("--dry_run", action="store_true", help="print the commands; run nothing")
     add_out_option(parser)
     args = parser.parse_args(argv)
-    if args.max_steps < 2 or args.rnn_steps < 0 or min(args.threads, args.speed_sentences, args.repeats) < 1:
+    if (
+        args.max_steps < 2
+        or args.rnn_steps < 0
+        or min(args.threads, args.speed_sentences, args.repeats, args.evals) < 1
+    ):
         raise UserError("--max_steps must be at least 2, --rnn_steps at least 0, and --threads, "
-                        "--speed_sentences and --repeats at least 1")  # fmt: skip
+                        "--speed_sentences, --repeats and --evals at least 1")  # fmt: skip
     return args
 
 
@@ -268,7 +279,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = arguments(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    budget = Budget(args.out_root / "variations", args.data_dir, args.max_steps, args.threads, device)
+    budget = Budget(
+        args.out_root / "variations", args.data_dir, args.max_steps, args.threads, device, evals=args.evals
+    )
     models = contenders(budget, args.out_root, args.rnn_steps)
     for model in models:
         model.config()  # a bad key or value stops the study here, before any training

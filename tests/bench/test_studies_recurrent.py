@@ -161,3 +161,13 @@ def test_the_study_trains_once_and_measures_only_what_is_missing(fake, tmp_path)
         ("evaluate", "rnn", "valid", "4"),
         ("evaluate", "rnn", "test", "1"),
     ]
+
+
+def test_evals_space_the_validations_of_both_runs_on_logged_steps(tmp_path):
+    """--evals validates each run that many times, each at a logged step (a multiple of the
+    recipes' log_every), since the curves keep only those."""
+    budget = multi30k.Budget(tmp_path / "variations", "data", max_steps=2000, evals=8)
+    transformer, rnn = recurrent.contenders(budget, tmp_path, 1180)
+    assert transformer.config().train.eval_every == 250
+    assert rnn.config().train.eval_every == 125  # 1180 // 8 = 147, down to a multiple of 25
+    assert "--train.eval_every=400" in multi30k.Budget(tmp_path, "data").flags()  # the study's two
