@@ -142,3 +142,14 @@ def test_a_silver_file_shorter_than_a_size_is_refused(tmp_path, capsys):
     with pytest.raises(silver.UserError, match="3 silver trees, fewer than the 4"):
         silver.first_trees(source, 4, tmp_path / "four.mrg")
     assert not (tmp_path / "four.mrg").exists()
+
+
+def test_the_silver_recipe_keeps_the_plain_recipes_model_and_search():
+    """The semi-supervised student is the plain seq2seq parser, only trained on more trees: any
+    change of model or search between the two recipes would mix two effects in the curve."""
+    plain = silver.config(["--config", "configs/parsing/ptb_sample_seq2seq.yaml"])
+    student = silver.config(["--config", "configs/parsing/ptb_sample_seq2seq_silver.yaml"])
+    assert student.model == plain.model
+    assert student.decode == plain.decode
+    assert student.label_smoothing == plain.label_smoothing
+    assert (student.data.unk_prob, student.data.path) == (plain.data.unk_prob, plain.data.path)
