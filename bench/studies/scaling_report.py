@@ -1,5 +1,5 @@
-"""The scaling study as files: a Markdown page with both tables and what they say, and two
-figures (the softmax against d_k; the cost of each score)."""
+"""The scaling study as files: a Markdown page with its tables and what they say, and two
+figures (the softmax and the gradients against d_k; the cost of each score)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 from bench.tables import Column, markdown  # noqa: E402
 from zoo.blocks import SCORES  # noqa: E402
 
-SOFTMAX_COLUMNS = [
+SATURATION_COLUMNS = [
     Column("d_k", "d_k"),
     Column("var(q·k)", "unscaled.variance", "{:.1f}"),
     Column("var(q·k/√d_k)", "scaled.variance", "{:.3f}"),
@@ -24,10 +24,20 @@ SOFTMAX_COLUMNS = [
     Column("scaled", "scaled.max_weight", "{:.3f}"),
     Column("entropy (nats), unscaled", "unscaled.entropy", "{:.3f}"),
     Column("scaled", "scaled.entropy", "{:.3f}"),
-    Column("gradient norm (median), unscaled", "unscaled.grad_norm_median", "{:.2e}"),
-    Column("scaled", "scaled.grad_norm_median", "{:.2e}"),
-    Column("(mean), unscaled", "unscaled.grad_norm_mean", "{:.2e}"),
-    Column("scaled", "scaled.grad_norm_mean", "{:.2e}"),
+]
+# Where the gradient is measured: the name in the tables and the key prefix in the record.
+PLACES = (("scores", "grad_norm"), ("q", "query_grad_norm"), ("k", "key_grad_norm"))
+GRADIENT_COLUMNS = [
+    Column("d_k", "d_k"),
+    *[
+        column
+        for place, _ in PLACES
+        for column in (
+            Column(f"at {place}, unscaled", f"{place}_unscaled", "{:.2e}"),
+            Column("scaled", f"{place}_scaled", "{:.2e}"),
+            Column("unscaled / scaled", f"{place}_ratio", "{:.3g}"),
+        )
+    ],
 ]
 MB = 2**20
 
@@ -64,25 +74,79 @@ def _span(values: list[float], fmt: str) -> str:
     return f"{fmt.format(min(values))} to {fmt.format(max(values))}"
 
 
-def softmax_reading(rows: list[dict[str, Any]], keys: int) -> list[str]:
-    """What table (a) says, in numbers taken from it."""
+def gradient_records(rows: list[dict[str, Any]], statistic: str) -> list[dict[str, Any]]:
+    """One flat record per d_k: the `statistic` (mean or median) of the per-row gradient norms at
+    the scores, q and k, unscaled and scaled, and unscaled over scaled."""
+    out = []
+    for row in rows:
+        record: dict[str, Any] = {"d_k": row["d_k"]}
+        for place, key in PLACES:
+            unscaled, scaled = row["unscaled"][f"{key}_{statistic}"], row["scaled"][f"{key}_{statistic}"]
+            record |= {
+                f"{place}_unscaled": unscaled,
+                f"{place}_scaled": scaled,
+                f"{place}_ratio": unscaled / scaled,
+            }
+        out.append(record)
+    return out
+
+
+def below_one(records: list[dict[str, Any]], place: str) -> str:
+    """The d_k at which unscaled over scaled is under 1 at `place`, in words."""
+    below = [r["d_k"] for r in records if r[f"{place}_ratio"] < 1]
+    if not below:
+        return "at no d_k"
+    if below == [r["d_k"] for r in records if r["d_k"] >= below[0]]:
+        return f"at d_k {below[0]}" + (" and above" if len(below) > 1 else " only")
+    return "at d_k " + ", ".join(str(d_k) for d_k in below)
+
+
+def _ratios(records: list[dict[str, Any]], place: str) -> str:
+    return ", ".join(f"{r[f'{place}_ratio']:.3g} ({r['d_k']})" for r in records)
+
+
+def saturation_reading(rows: list[dict[str, Any]], keys: int) -> list[str]:
+    """What the saturation table says, in numbers taken from it."""
     ratios = [row["unscaled"]["variance"] / row["d_k"] for row in rows]
     small, large = rows[0]["unscaled"], rows[-1]["unscaled"]
-    scaled = {
-        key: [row["scaled"][key] for row in rows] for key in ("max_weight", "entropy", "grad_norm_median")
-    }
-    drop = small["grad_norm_median"] / large["grad_norm_median"]
+    scaled = {key: [row["scaled"][key] for row in rows] for key in ("max_weight", "entropy")}
     return [
         f"- var(q·k) / d_k is {_span(ratios, '{:.3f}')} over d_k {rows[0]['d_k']} to {rows[-1]['d_k']}: "
         "the paper's variance d_k holds (the sample's own error is about 1%).",
         f"- Unscaled, the largest of {keys} weights grows from {small['max_weight']:.2f} to "
         f"{large['max_weight']:.2f} and the entropy falls from {small['entropy']:.2f} to "
-        f"{large['entropy']:.2f} nats: the softmax goes one-hot. The median gradient reaching the scores "
-        f"falls {drop:.0f}-fold, from {small['grad_norm_median']:.2e} to {large['grad_norm_median']:.2e}: "
-        'the paper\'s "extremely small gradients".',
-        f"- Scaled by 1/sqrt(d_k), the largest weight stays at {_span(scaled['max_weight'], '{:.3f}')}, the "
-        f"entropy at {_span(scaled['entropy'], '{:.2f}')} nats and the median gradient at "
-        f"{_span(scaled['grad_norm_median'], '{:.3f}')}, whatever d_k.",
+        f"{large['entropy']:.2f} nats: the softmax goes one-hot. Scaled by 1/sqrt(d_k), the largest weight "
+        f"stays at {_span(scaled['max_weight'], '{:.3f}')} and the entropy at "
+        f"{_span(scaled['entropy'], '{:.2f}')} nats, whatever d_k.",
+    ]
+
+
+def gradient_reading(medians: list[dict[str, Any]], means: list[dict[str, Any]]) -> list[str]:
+    """What the two gradient tables say, in numbers taken from them."""
+    first, last, last_mean = medians[0], medians[-1], means[-1]
+    drop = first["scores_unscaled"] / last["scores_unscaled"]
+
+    def span(records: list[dict[str, Any]], key: str, fmt: str = "{:.3g}") -> str:
+        return _span([r[key] for r in records], fmt)
+
+    return [
+        f"- At the scores, the median gradient unscaled falls {drop:.0f}-fold, from "
+        f"{first['scores_unscaled']:.2e} (d_k {first['d_k']}) to {last['scores_unscaled']:.2e} "
+        f"(d_k {last['d_k']}); scaled it stays at {span(medians, 'scores_scaled', '{:.3f}')}. "
+        f"Unscaled over scaled (d_k in brackets): {_ratios(medians, 'scores')}, under 1 "
+        f'{below_one(medians, "scores")}: the paper\'s "extremely small gradients", at the softmax.',
+        "- The queries and keys get the scores' gradient through q·k, times 1/sqrt(d_k) where the "
+        "scores are scaled (autograd through the scaled product, not a factor applied here), against "
+        "keys and queries whose norms grow as sqrt(d_k). Scaled, the median stays at "
+        f"{span(medians, 'q_scaled', '{:.3f}')} at q and {span(medians, 'k_scaled', '{:.3f}')} at k, "
+        f"whatever d_k. Unscaled over scaled, the median at q is {_ratios(medians, 'q')}: under 1 "
+        f"{below_one(medians, 'q')} (at k: {span(medians, 'k_ratio')}, under 1 {below_one(medians, 'k')}).",
+        f"- Unscaled, the gradient at q is spread unevenly over the rows: at d_k {last['d_k']} its mean is "
+        f"{last_mean['q_unscaled'] / last['q_unscaled']:.0f} times its median ({last_mean['q_unscaled']:.2f} "
+        f"against {last['q_unscaled']:.3f}); scaled, {last_mean['q_scaled'] / last['q_scaled']:.2f} times. "
+        f"By the mean, unscaled over scaled is {span(means, 'q_ratio')} at q "
+        f"(under 1 {below_one(means, 'q')}), {span(means, 'k_ratio')} at k (under 1 {below_one(means, 'k')}) "
+        f"and {span(means, 'scores_ratio')} at the scores (under 1 {below_one(means, 'scores')}).",
     ]
 
 
@@ -115,24 +179,41 @@ def write_markdown(record: dict[str, Any], out: Path, name: str) -> Path:
     setup = record["setup"]
     rows, keys = record["softmax"], setup["keys"]
     costs = cost_records(record)
+    medians, means = gradient_records(rows, "median"), gradient_records(rows, "mean")
     lines = [
         "# Dot-product against additive attention (the paper's section 3.2.1)",
         "",
-        f"`{record['command']}`: {record['hardware']}, torch {record['torch']}, {record['seconds']:.0f} s.",
+        f"`{record['command']}`: {record['hardware']}, {setup['threads']} thread(s), "
+        f"torch {record['torch']}, {record['seconds']:.0f} s, load average {record['load_average']:.1f} "
+        "at the start.",
         "",
         "## (a) Why the dot product is scaled by 1/sqrt(d_k)",
         "",
         f"Queries and keys of independent N(0, 1) entries, {setup['rows']:,} queries each against "
         f"{keys} keys per d_k (seed {setup['seed']}, float64). The paper: q·k then has mean 0 "
         "and variance d_k. Largest weight and entropy are the softmax row's means (uniform over "
-        f"{keys} keys: 1/{keys} = {1 / keys:.3f} and ln {keys} = {math.log(keys):.2f} nats); the gradient "
-        "is the norm of "
-        "d loss / d scores through the softmax for a random N(0, 1) upstream gradient on the weights, "
-        f"per row ({name}_softmax.png).",
+        f"{keys} keys: 1/{keys} = {1 / keys:.3f} and ln {keys} = {math.log(keys):.2f} nats) "
+        f"({name}_softmax.png).",
         "",
-        *markdown(rows, SOFTMAX_COLUMNS),
+        *markdown(rows, SATURATION_COLUMNS),
         "",
-        *softmax_reading(rows, keys),
+        *saturation_reading(rows, keys),
+        "",
+        "The gradients are per-row norms for loss = g · softmax(scores), g a random N(0, 1) upstream "
+        "gradient on the weights (the same g unscaled and scaled, at every d_k): at the scores, "
+        "d loss / d scores through the softmax; at q, d loss / d q (the query's d_k entries); at k, "
+        "d loss / d k (the row's keys, all their entries), both by autograd through q·k, divided by "
+        "sqrt(d_k) where scaled. What q and k get is what the projections W_Q and W_K learn from.",
+        "",
+        "Median over the rows:",
+        "",
+        *markdown(medians, GRADIENT_COLUMNS),
+        "",
+        "Mean over the rows:",
+        "",
+        *markdown(means, GRADIENT_COLUMNS),
+        "",
+        *gradient_reading(medians, means),
         "",
         "## (b) Time and memory of the three scores",
         "",
@@ -166,9 +247,11 @@ def _plot_softmax(rows: list[dict[str, Any]], keys: int, path: Path) -> Path:
         ("max_weight", "largest softmax weight", "linear", [1 / keys] * len(d_k), f"uniform (1/{keys})"),
         ("entropy", "softmax entropy (nats)", "linear", [math.log(keys)] * len(d_k), f"uniform (ln {keys})"),
         ("grad_norm_median", "gradient norm at the scores (median)", "log", None, ""),
+        ("query_grad_norm_median", "gradient norm at q (median)", "log", None, ""),
+        ("query_grad_norm_mean", "gradient norm at q (mean)", "log", None, ""),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
-    for ax, (key, label, yscale, reference, reference_label) in zip(axes, panels):
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7.6))
+    for ax, (key, label, yscale, reference, reference_label) in zip(axes.flat, panels, strict=True):
         for kind, marker in (("unscaled", "o"), ("scaled", "s")):
             ax.plot(d_k, [row[kind][key] for row in rows], marker=marker, label=f"q·k {kind}")
         if reference is not None:
@@ -177,8 +260,8 @@ def _plot_softmax(rows: list[dict[str, Any]], keys: int, path: Path) -> Path:
         ax.set_xticks(d_k, [str(d) for d in d_k])
         ax.legend(fontsize=8)
     fig.suptitle(
-        f"Unit-variance q and k: the score's variance and a softmax over {keys} keys, "
-        "with and without 1/sqrt(d_k)"
+        f"Unit-variance q and k: the score's variance, a softmax over {keys} keys and the gradient "
+        "at the scores and at q, with and without 1/sqrt(d_k)"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
