@@ -12,7 +12,11 @@ import torch
 
 from zoo.data.special import SPECIAL_IDS
 from zoo.models.bert import Bert
-from zoo.models.bert_heads import BertForQuestionAnswering, BertForSequenceClassification
+from zoo.models.bert_heads import (
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
 from zoo.models.gpt import GPT
 from zoo.models.vit import ViT
 
@@ -41,6 +45,7 @@ def bert() -> Bert:
 BERTS = {
     "pretrained": lambda: noisy(bert()),
     "sequence_classification": lambda: noisy(BertForSequenceClassification(bert(), 3)),
+    "token_classification": lambda: noisy(BertForTokenClassification(bert(), 5)),
     "question_answering": lambda: noisy(BertForQuestionAnswering(bert())),
 }
 
