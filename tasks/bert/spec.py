@@ -199,7 +199,7 @@ class BertSpec(TaskSpec):
         pair = "pair" if text_b.strip() else "sentence"
         return f"the self-attention of every layer (rows) and head (columns) on the first {pair}"
 
-    def default_input(self) -> list[str]:
+    def default_input(self, loaded: Loaded) -> list[str]:
         """The first two sentences of the built-in corpus's first held-out document."""
         data = DataConfig()
         document = load_documents(data, "valid")[0]

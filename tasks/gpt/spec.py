@@ -258,7 +258,7 @@ class GPTSpec(TaskSpec):
         )
         return "the causal self-attention of every layer (rows) and head (columns) on the first prompt"
 
-    def default_input(self) -> list[str]:
+    def default_input(self, loaded: Loaded) -> list[str]:
         return ["the town lies on the banks of the river"]
 
     # export

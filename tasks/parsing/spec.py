@@ -268,7 +268,7 @@ class ParsingSpec(TaskSpec):
         hyp = torch.tensor([SPECIAL_IDS.bos] + [vocab.symbol_index[s] for s in symbols], device=device)
         plot_cross_attention(loaded.model, src, hyp, words + ["</s>"], symbols + ["</s>"], output)
 
-    def default_input(self) -> list[str]:
+    def default_input(self, loaded: Loaded) -> list[str]:
         return [SAMPLE]
 
 

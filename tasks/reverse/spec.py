@@ -95,5 +95,5 @@ class ReverseSpec(TaskSpec):
                              torch.tensor(tgt, device=device), names, outputs, output)  # fmt: skip
         return "the cross-attention of the first sequence (an anti-diagonal when it reverses)"
 
-    def default_input(self) -> list[str]:
+    def default_input(self, loaded: Loaded) -> list[str]:
         return [" ".join(str(s) for s in np.random.default_rng(0).integers(0, 10, 8))]

@@ -332,5 +332,5 @@ class TranslationSpec(TaskSpec):
                   file=sys.stderr)  # fmt: skip
         write_ctranslate2(loaded.model, loaded.tokenizer, output, quantization=options.quantization)
 
-    def default_input(self) -> list[str]:
+    def default_input(self, loaded: Loaded) -> list[str]:
         raise Unsupported("translation: give the sentence on stdin or with --input FILE")

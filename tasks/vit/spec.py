@@ -300,7 +300,7 @@ class ViTSpec(TaskSpec):
         examples = [test[i] for i in picks]
         return torch.stack([image for image, _ in examples]), [loaded.classes[label] for _, label in examples]
 
-    def default_input(self) -> list[str]:
+    def default_input(self, loaded: Loaded) -> list[str]:
         return [TEST_IMAGES]
 
     def export(self, loaded: Classifier, fmt: str, output: Path, options: ViTOptions) -> None:

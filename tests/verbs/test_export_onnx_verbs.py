@@ -80,7 +80,7 @@ def test_bert_onnx_export_encodes_as_the_run_does(tmp_path):
     assert written_files(out) == ["model.onnx", "tokenizer.json"]
     assert (out / "tokenizer.json").read_bytes() == loaded.tokenizer.to_bytes()
     # a held-out sentence pair (token types 0 and 1) and a shorter sentence padded to it
-    text, _, text_b = get_spec("bert").default_input()[0].partition("\t")
+    text, _, text_b = get_spec("bert").default_input(None)[0].partition("\t")
     rows = [pair_inputs(loaded, text, text_b), pair_inputs(loaded, TINY["bert"].sample(tmp_path))]
     ids = pad_sequence([r[0][0] for r in rows], batch_first=True, padding_value=loaded.tokenizer.pad_id)
     types = pad_sequence([r[1][0] for r in rows], batch_first=True)

@@ -77,10 +77,12 @@ def _options(spec: TaskSpec, verb: str, argv: list[str]) -> VerbOptions:
     return options
 
 
-def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
+def _load(spec: TaskSpec, options: VerbOptions) -> tuple[Loaded, bool]:
     """Every run named (RUN, then the --ensemble ones) through the one loader, unless the task
-    reads RUN as a foreign model; with --precision int8, its linear layers made int8."""
+    reads RUN as a foreign model; with --precision int8, its linear layers made int8. Also says
+    whether it was foreign: such a model has no run directory, whatever its `run_dir` holds."""
     loaded = spec.load_foreign(options)
+    foreign = loaded is not None
     if loaded is None:
         overrides = spec.recipe_overrides(options)
         runs = [options.run, *options.ensemble_runs]
@@ -91,7 +93,7 @@ def _load(spec: TaskSpec, options: VerbOptions) -> Loaded:
     if options.precision == "int8":
         ranges = _int8_ranges(spec, loaded, options)
         print(f"note: --precision int8: {describe(quantize_int8(loaded.model, ranges))}", file=sys.stderr)
-    return loaded
+    return loaded, foreign
 
 
 CALIBRATION_SEED = 0  # which training examples --int8_calibration reads: the same every time
@@ -128,7 +130,7 @@ def evaluate(spec: TaskSpec, argv: list[str]) -> dict:
     """Score a split of the run's data; the record also lands in RUN/eval_<split>.json."""
     options = _options(spec, "evaluate", argv)
     check_writable(options.output, "output")
-    loaded = _load(spec, options)
+    loaded, foreign = _load(spec, options)
     with evaluation(loaded.model, loaded.precision):
         result = spec.evaluate(loaded, options)
     if options.output:
@@ -146,9 +148,10 @@ def evaluate(spec: TaskSpec, argv: list[str]) -> dict:
         record["ensemble"] = [options.run, *options.ensemble_runs]
     if options.int8_calibration:
         record["int8_calibration"] = options.int8_calibration
-    # Kept beside a zoo run (not a lone file's folder, not a foreign model) when it scored all of it;
-    # an int8 score beside the float one, not over it.
-    if (trained.run_dir / "config.yaml").is_file() and not options.limit and not options.ensemble:
+    # Kept beside a zoo run (not a lone file's folder, not a foreign model, whose run_dir is a stand-in
+    # such as the current directory) when it scored all of it; an int8 score beside the float one.
+    zoo_run = not foreign and (trained.run_dir / "config.yaml").is_file()
+    if zoo_run and not options.limit and not options.ensemble:
         name = f"eval_{options.split}{_precision_suffix(options)}.json"
         (trained.run_dir / name).write_text(json.dumps(record, indent=2) + "\n")
     _report(options, record, result.summary)
@@ -160,7 +163,7 @@ def predict(spec: TaskSpec, argv: list[str]) -> list[str]:
     options = _options(spec, "predict", argv)
     check_writable(options.output, "output")
     check_readable(options.input, "input")
-    loaded = _load(spec, options)  # before stdin: a wrong RUN is told at once, not after the input
+    loaded, _ = _load(spec, options)  # before stdin: a wrong RUN is told at once, not after the input
     lines = options.inputs()
     if len(lines) == 1 and not options.output and not options.json:
         streamed = _stream(spec, loaded, lines[0], options)
@@ -196,9 +199,9 @@ def attention(spec: TaskSpec, argv: list[str]) -> Path:
     check_writable(options.output, "output")
     check_image_output(options.output, "output")
     check_readable(options.input, "input")
-    loaded = _load(spec, options)
+    loaded, _ = _load(spec, options)
     use_default = options.text is None and not options.input and sys.stdin.isatty()
-    lines = spec.default_input() if use_default else options.inputs()
+    lines = spec.default_input(loaded) if use_default else options.inputs()
     if not lines:
         raise UserError("attention: no input (give --input FILE or lines on stdin)")
     output = Path(options.output) if options.output else loaded.trained.run_dir / "attention.png"
@@ -223,7 +226,7 @@ def export(spec: TaskSpec, argv: list[str]) -> Path:
     output = Path(options.output)
     # Before loading, where the check costs nothing; then again with the files the loader read.
     check_output_directory(output, force=options.force, keep=_named_inputs(options))
-    loaded = _load(spec, options)
+    loaded, _ = _load(spec, options)
     trained = loaded.trained
     read = [trained.path]
     if (trained.run_dir / "config.yaml").is_file():  # a zoo run (not a lone file's folder, not foreign)

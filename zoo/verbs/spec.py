@@ -117,6 +117,7 @@ class TaskSpec:
     def export(self, loaded: Loaded, fmt: str, output: Path, options: VerbOptions) -> None:
         raise Unsupported(f"{self.name}: no export format")
 
-    def default_input(self) -> list[str]:
-        """What attention draws when given no input and stdin is a terminal: a held-out example."""
+    def default_input(self, loaded: Loaded) -> list[str]:
+        """What attention draws on `loaded` when given no input and stdin is a terminal: a
+        held-out example (of the run's kind, where a task's runs differ in what they read)."""
         raise Unsupported(f"{self.name}: give the input with --input FILE or on stdin")

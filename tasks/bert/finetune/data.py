@@ -124,21 +124,26 @@ def encode_texts(
     cls, sep = tokenizer.cls_id, tokenizer.sep_id
     ids, types = [], []
     for parts in zip(*pieces):
-        a, b = _longest_first([list(p) for p in parts], max_len - 1 - len(parts))
+        a, b = _longest_first(parts, max_len - 1 - len(parts))
         ids.append([cls, *a, sep, *([*b, sep] if len(parts) == 2 else [])])
         types.append([0] * (len(a) + 2) + [1] * (len(ids[-1]) - len(a) - 2))
     return Encoded(ids, types, labels, tokenizer.pad_id)
 
 
-def _longest_first(parts: list[list[int]], budget: int) -> tuple[list[int], list[int]]:
-    """Cut the longer part's tail, a token at a time, until both fit `budget` together."""
+def _longest_first(parts: Sequence[list[int]], budget: int) -> tuple[list[int], list[int]]:
+    """The texts' heads that fit `budget` together, as Hugging Face's fast tokenizers cut a pair
+    (`longest_first`): a text of at most half the budget stays whole and the other gets the rest;
+    else each gets half, the longer text the odd token (the second one on a tie). Cutting the
+    longer a token at a time would give the odd token to the second text even where it is shorter."""
     a, b = parts[0], parts[1] if len(parts) == 2 else []
-    while len(a) + len(b) > budget:
-        if len(a) >= len(b):
-            a.pop()
-        else:
-            b.pop()
-    return a, b
+    if len(a) + len(b) <= budget:
+        return a, b
+    half = budget // 2
+    if len(a) > len(b):
+        kept_b = min(len(b), half)
+        return a[: budget - kept_b], b[:kept_b]
+    kept_a = min(len(a), half)
+    return a[:kept_a], b[: budget - kept_a]
 
 
 def encode_words(

@@ -84,11 +84,17 @@ def units(head: str, batch: Batch) -> dict[str, int]:
     return {"loss": loss, "tokens": int(batch.attention_mask.sum())}
 
 
+Answer = tuple[str, float, int, int]  # text, score (start + end logit), start and end characters
+NO_ANSWER: Answer = ("", float("-inf"), -1, -1)  # a passage that yields no span at all
+
+
 def predict(
-    cfg: FinetuneConfig, outputs: list[Tensor], encoded: Encoded, examples: list, labels: list[str]
-) -> list:
+    cfg: FinetuneConfig, outputs: list[Tensor], encoded: Encoded, examples: list, labels: list[str],
+    n_best: int = 1,
+) -> list:  # fmt: skip
     """Per example: classify (label, probability); tag the tags, one a word (O for a word with no
-    piece); span (answer, score, start, end) with the score start + end logit ('' when none)."""
+    piece); span its `n_best` best answers (Answer), best first (at most the decode.n_best that
+    decoding keeps), or [NO_ANSWER]."""
     if cfg.head == "classify":
         probabilities = torch.stack(outputs).softmax(dim=-1).max(dim=-1)
         return [(labels[i], p) for p, i in zip(probabilities.values.tolist(), probabilities.indices.tolist())]
@@ -98,12 +104,15 @@ def predict(
     windows: list[list[int]] = [[] for _ in examples]
     for item, question in enumerate(encoded.question):
         windows[question].append(item)
-    return [_answer(cfg, example, [outputs[i] for i in items], [encoded.offsets[i] for i in items])
+    return [_answers(cfg, example, [outputs[i] for i in items], [encoded.offsets[i] for i in items], n_best)
             for example, items in zip(examples, windows)]  # fmt: skip
 
 
-def _answer(cfg: FinetuneConfig, example: SquadExample, outputs: list[Tensor], offsets: list) -> tuple:
+def _answers(
+    cfg: FinetuneConfig, example: SquadExample, outputs: list[Tensor], offsets: list, n_best: int
+) -> list[Answer]:
     logits = nn.utils.rnn.pad_sequence(outputs, batch_first=True)  # (W, T, 2)
+    # Decoding keeps decode.n_best answers (Hugging Face's n_best_size); the first n_best are asked for.
     decode = cfg.decode
     spans = best_spans(
         logits[..., 0],
@@ -112,10 +121,8 @@ def _answer(cfg: FinetuneConfig, example: SquadExample, outputs: list[Tensor], o
         max_answer_length=decode.max_answer_length,
         n_best=decode.n_best,
     )
-    if not spans:
-        return "", float("-inf"), -1, -1
-    best = spans[0]
-    return example.context[best.start : best.end], best.score, best.start, best.end
+    answers = [(example.context[s.start : s.end], s.score, s.start, s.end) for s in spans[:n_best]]
+    return answers or [NO_ANSWER]
 
 
 def score(head: str, predictions: list, examples: list, labels: list[str]) -> dict[str, float]:
@@ -133,7 +140,7 @@ def score(head: str, predictions: list, examples: list, labels: list[str]) -> di
         found = {"f1": 100 * overall.f1, "precision": 100 * overall.precision, "recall": 100 * overall.recall}
         found.update({f"f1_{kind}": 100 * counts.f1 for kind, counts in chunks.by_type.items()})
         return {**found, "score": found["f1"]}
-    answers = {e.id: answer for e, (answer, *_) in zip(examples, predictions)}
+    answers = {e.id: ranked[0][0] for e, ranked in zip(examples, predictions)}
     found = squad.evaluate(squad.gold_answers(examples), answers)
     return {**found, "score": found["f1"]}
 
@@ -167,16 +174,25 @@ def read_line(head: str, line: str, where: str, columns: int) -> Any:
     return SquadExample(where, "", parts[1], parts[0], ())
 
 
-def show(head: str, prediction: Any, as_json: bool) -> Any:
-    """A prediction as predict writes it: a line of text, or a JSON value."""
+def show(head: str, prediction: Any, as_json: bool, n_best: int = 1) -> Any:
+    """A prediction as predict writes it: a line of text, or a JSON value. Span: with `n_best`
+    1 the best answer, `answer<TAB>score` or one record; else each answer so, one a line, or a list
+    of records (Hugging Face's question-answering pipeline answers a list for a top_k above 1)."""
     if head == "classify":
         label, probability = prediction
         return {"label": label, "probability": probability} if as_json else f"{label}\t{probability:.4f}"
     if head == "tag":
         return list(prediction) if as_json else " ".join(prediction)
-    answer, value, start, end = prediction
+    shown = [_show_answer(answer, as_json) for answer in prediction]
+    if n_best == 1:
+        return shown[0]
+    return shown if as_json else "\n".join(shown)
+
+
+def _show_answer(answer: Answer, as_json: bool) -> Any:
+    text, value, start, end = answer
     return (  # no span at all (a passage of no tokens): no score (JSON has no -inf)
-        {"answer": answer, "score": value if answer else None, "start": start, "end": end}
+        {"answer": text, "score": value if text else None, "start": start, "end": end}
         if as_json
-        else f"{answer}\t{value:.4f}"
+        else f"{text}\t{value:.4f}"
     )

@@ -10,7 +10,8 @@
   a port of conlleval's `startOfChunk`/`endOfChunk`), one sentence at a time, counted here so
   the counts are returned too. seqeval was kept after it agreed with conlleval.pl (2004-01-26)
   on the counts, overall and per type, of 300 random B-I-O sequence pairs with hyphenated types
-  and I- starts, and agrees with the hand-derived counts in tests/tasks/bert/finetune/test_metrics.py.
+  and I- starts; tests/tasks/bert/finetune/test_conlleval.py holds that comparison, against a
+  port of conlleval.pl's chunk rules, beside the hand-derived counts of test_metrics.py.
 
 SQuAD's exact match and F1 are in `squad.py` (percentages, as the official script prints them).
 """

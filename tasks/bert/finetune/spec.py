@@ -1,8 +1,9 @@
 """BERT fine-tuning as the shared verbs see it (zoo.verbs): train, evaluate (classify: accuracy,
 and F1 and MCC for two labels; tag: conlleval chunk F1 overall and per type; span: SQuAD exact
 match and F1), predict (a sentence or `a<TAB>b` -> label and probability; a line
-of words -> its tags; `question<TAB>passage` -> the answer and its score), attention (every
-layer and head on the first input), export (the Hugging Face BertForSequenceClassification,
+of words -> its tags; `question<TAB>passage` -> the answer and its score, or with --n_best the
+n best), attention (every layer and head on the first input; with none, the held-out sample of
+the run's head), export (the Hugging Face BertForSequenceClassification,
 BertForTokenClassification or BertForQuestionAnswering directory, or ONNX), average. Evaluate and
 predict read several runs as one with `--ensemble RUN2:RUN3` (mean probabilities). One spec serves the
 three heads: what differs is picked by the run's `head` (tasks.bert.finetune.heads).
@@ -26,7 +27,7 @@ from tasks.bert.finetune.foreign import ARCHITECTURES, hf_head_of, read_hf_finet
 from tasks.bert.finetune.splits import describe, read_split
 from tasks.bert.finetune.task import Encoder, FinetuneTask, rebuild
 from tasks.bert.inference import attention_weights
-from zoo.config import UserError
+from zoo.config import Invalid, UserError
 from zoo.convert.hf_bert_heads import LoadedBertHead, write_hf_head_directory
 from zoo.convert.onnx.export import export_bert
 from zoo.data.wordpiece import WordPieceTokenizer
@@ -62,6 +63,19 @@ class FinetuneOptions(VerbOptions):
             "configs/bert/sst2.yaml ('' = the head's built-in set; a zoo run reads its own recipe)"
         },
     )
+    n_best: int = field(
+        default=1,
+        metadata={
+            "help": "predict, span: the best answers of each question, best first, one answer<TAB>score "
+            "line each (--json: a list of records, as Hugging Face's pipeline with top_k); at most the "
+            "run's decode.n_best, the answers decoding keeps"
+        },
+    )
+
+    def check(self) -> None:
+        super().check()
+        if self.n_best < 1:
+            raise Invalid("n_best", f"must be at least 1, not {self.n_best}")
 
 
 @dataclass
@@ -74,18 +88,21 @@ class LoadedFinetune(Loaded):
     cfg: FinetuneConfig
     foreign: bool = False
 
-    def outputs(self, examples: list, batch_size: int) -> tuple[list, list]:
-        """(inputs, predictions) of `examples`, one prediction per example."""
+    def outputs(self, examples: list, batch_size: int, n_best: int = 1) -> tuple[list, list]:
+        """(inputs, predictions) of `examples`, one prediction per example (span: its `n_best`
+        best answers)."""
         encoded = heads.encode(self.cfg, examples, self.tokenizer, self.encoder.labels)
         outputs = heads.run(self.model, encoded, batch_size or self.cfg.data.eval_batch_size)
-        return encoded, heads.predict(self.cfg, outputs, encoded, examples, self.encoder.labels)
+        return encoded, heads.predict(self.cfg, outputs, encoded, examples, self.encoder.labels, n_best)
 
 
-def sample_input(head: str) -> str:
-    """The first held-out example of the built-in set, as predict reads it."""
-    example = builtin_set(head, [1, 1, 1], 0, "valid")[0]
+def sample_input(head: str, columns: int = 1) -> str:
+    """The first held-out example of the built-in set, as predict reads it; for a model of two
+    text `columns` (a pair classifier), its first two sentences, a tab between."""
+    examples = builtin_set(head, [1, 1, 1], 0, "valid")
+    example = examples[0]
     if head == "classify":
-        return example.texts[0]
+        return "\t".join(e.texts[0] for e in examples[:columns])
     if head == "tag":
         return " ".join(example.words)
     return f"{example.question}\t{example.context}"
@@ -111,6 +128,16 @@ def _others(loaded: LoadedFinetune) -> str:
     return f" and {len(members) - 1} more, an ensemble" if len(members) > 1 else ""
 
 
+def _check_n_best(cfg: FinetuneConfig, n_best: int) -> None:
+    if n_best > 1 and cfg.head != "span":
+        raise UserError(f"--n_best {n_best}: n-best answers are for a span model; this one is a {cfg.head}")
+    if n_best > cfg.decode.n_best:
+        raise UserError(
+            f"--n_best {n_best}: more than the {cfg.decode.n_best} answers a question that the run's "
+            "decoding keeps (decode.n_best)"
+        )
+
+
 def _one_model(loaded: LoadedFinetune, verb: str) -> None:
     if isinstance(loaded.model, BertHeadEnsemble):
         raise Unsupported(f"bert_finetune: {verb} one model; drop --ensemble")
@@ -134,7 +161,7 @@ class FinetuneSpec(TaskSpec):
             f"valid ({cfg.head}; {describe(cfg, 'valid')}: {len(task.valid_examples):,} examples): "
             f"{heads.summary(cfg.head, result.metrics)} after {result.step} steps (run: {result.run_dir})"
         )
-        sample = sample_input(cfg.head).replace("\t", "\\t")
+        sample = sample_input(cfg.head, len(cfg.data.text_columns)).replace("\t", "\\t")
         print(NEXT_STEPS.format(run=result.run_dir, sample=sample, architecture=ARCHITECTURES[cfg.head]))
 
     def load(self, trained: list[Trained[FinetuneConfig]], options: VerbOptions) -> LoadedFinetune:
@@ -196,8 +223,8 @@ class FinetuneSpec(TaskSpec):
             f"{options.split} ({cfg.head}; {describe(cfg, options.split)}: {len(examples):,} examples): "
             f"{heads.summary(cfg.head, found)}{caveat}  ({loaded.trained.path}{_others(loaded)})"
         )
-        if cfg.head == "span":
-            lines = [f"{e.id}\t{p[0]}" for e, p in zip(examples, predictions)]
+        if cfg.head == "span":  # the best answer's text
+            lines = [f"{e.id}\t{p[0][0]}" for e, p in zip(examples, predictions)]
         else:
             lines = [heads.show(cfg.head, p, as_json=False) for p in predictions]
         return Evaluation({"head": cfg.head, "examples": len(examples), **found}, summary, lines)
@@ -208,13 +235,16 @@ class FinetuneSpec(TaskSpec):
             heads.read_line(loaded.cfg.head, line, f"{name}:{n}", columns) for n, line in enumerate(lines, 1)
         ]
 
-    def predict(self, loaded: LoadedFinetune, lines: list[str], options: VerbOptions) -> list:
-        """One output per line; a blank line stays blank."""
+    def predict(self, loaded: LoadedFinetune, lines: list[str], options: FinetuneOptions) -> list:
+        """One output per line; a blank line stays blank. Span, with --n_best above 1: the best
+        answers, one a line (--json: a list)."""
+        _check_n_best(loaded.cfg, options.n_best)
         keep = [k for k, line in enumerate(lines) if line.strip()]
         examples = self._examples(loaded, [lines[k] for k in keep], options)
+        predictions = loaded.outputs(examples, options.batch_size, options.n_best)[1] if examples else []
         outputs: list = [[] if options.json else ""] * len(lines)
-        for k, prediction in zip(keep, loaded.outputs(examples, options.batch_size)[1] if examples else []):
-            outputs[k] = heads.show(loaded.cfg.head, prediction, options.json)
+        for k, prediction in zip(keep, predictions):
+            outputs[k] = heads.show(loaded.cfg.head, prediction, options.json, options.n_best)
         return outputs
 
     def attention(self, loaded: LoadedFinetune, lines: list[str], output: Path, options: VerbOptions) -> str:
@@ -235,8 +265,9 @@ class FinetuneSpec(TaskSpec):
         ]
         return f"the self-attention of every layer (rows) and head (columns) on the first {what}"
 
-    def default_input(self) -> list[str]:
-        return [sample_input("classify")]
+    def default_input(self, loaded: LoadedFinetune) -> list[str]:
+        """The held-out sample of the run's own head (a pair for a pair classifier)."""
+        return [sample_input(loaded.cfg.head, len(loaded.cfg.data.text_columns))]
 
     def export(self, loaded: LoadedFinetune, fmt: str, output: Path, options: VerbOptions) -> None:
         _one_model(loaded, "export writes")

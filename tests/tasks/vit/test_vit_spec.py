@@ -138,7 +138,7 @@ def test_classify_names_a_missing_path_an_empty_folder_and_an_unreadable_image(t
 
 def test_attention_draws_test_images_without_input_and_given_images_with_it(tmp_path: Path) -> None:
     loaded, spec = _classifier(tmp_path, ModelConfig(), classes=[str(d) for d in range(10)]), ViTSpec()
-    assert spec.default_input() == [TEST_IMAGES]
+    assert spec.default_input(None) == [TEST_IMAGES]
     held_out = tmp_path / "test.png"
     assert "3 image" in spec.attention(loaded, [TEST_IMAGES], held_out, ViTOptions(images=3))
     assert held_out.stat().st_size > 1000

@@ -168,6 +168,78 @@ def test_attention_draws_every_layer_and_head(run_dir, tmp_path, monkeypatch):
     assert png.stat().st_size > 1000
 
 
+class Terminal(io.StringIO):
+    """stdin as a terminal where nothing was typed: a verb that reads it finds no line."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def drawn_tokens(monkeypatch) -> list[list[str]]:
+    """The tokens of each attention picture the spec asks for, in order (none is drawn)."""
+    drawn: list[list[str]] = []
+    monkeypatch.setattr(
+        "tasks.bert.finetune.spec.plot_self_attention",
+        lambda weights, tokens, path, title: drawn.append(tokens),
+    )
+    return drawn
+
+
+def test_attention_without_input_draws_the_held_out_sample_of_the_runs_head(run_dir, tmp_path, monkeypatch):
+    """No --input, no --text and stdin a terminal: attention draws the built-in held-out sample of
+    the run's own head (a question and its passage for a span model), as if it were typed."""
+    head, run = run_dir
+    drawn = drawn_tokens(monkeypatch)
+    monkeypatch.setattr("sys.stdin", Terminal())
+    verb("attention", str(run), f"--output={tmp_path / 'default.png'}")
+    verb("attention", str(run), f"--output={tmp_path / 'typed.png'}", stdin=sample_input(head) + "\n",
+         monkeypatch=monkeypatch)  # fmt: skip
+    assert len(drawn) == 2 and drawn[0] == drawn[1]
+    assert drawn[0].count("[SEP]") == (2 if head == "span" else 1)
+
+
+def test_predict_n_best_gives_the_best_answers_best_first(run_dir, monkeypatch, capsys):
+    """--n_best 3: three distinct spans of the passage, scores falling, the first the answer of
+    --n_best 1 (predict's default, whose output is one answer<TAB>score line as before)."""
+    head, run = run_dir
+    if head != "span":
+        pytest.skip("n-best answers are a span model's")
+    sample = sample_input(head)
+    passage = sample.split("\t")[1]
+
+    def predict(*argv: str) -> list:
+        return verb("predict", str(run), *argv, stdin=sample + "\n", monkeypatch=monkeypatch)
+
+    [best] = predict("--json")
+    [three] = predict("--json", "--n_best=3")
+    capsys.readouterr()
+    assert predict("--n_best=1") == [f"{best['answer']}\t{best['score']:.4f}"]
+    predict("--n_best=3")
+    printed = capsys.readouterr().out.splitlines()
+    assert len(three) == 3 and three[0] == best
+    assert len({(answer["start"], answer["end"]) for answer in three}) == 3
+    assert all(answer["answer"] == passage[answer["start"] : answer["end"]] for answer in three)
+    scores = [answer["score"] for answer in three]
+    assert scores == sorted(scores, reverse=True)
+    assert printed == [f"{best['answer']}\t{best['score']:.4f}"] + [
+        f"{answer['answer']}\t{answer['score']:.4f}" for answer in three
+    ]
+
+
+def test_n_best_beyond_what_the_run_gives_is_refused_in_one_line(run_dir, monkeypatch, capsys):
+    head, run = run_dir
+    refused = {"--n_best=0": "must be at least 1"}
+    if head == "span":  # the tiny runs keep decode.n_best = 20 answers a question
+        refused["--n_best=21"] = "more than the 20 answers a question that the run's decoding keeps"
+    else:
+        refused["--n_best=2"] = f"n-best answers are for a span model; this one is a {head}"
+    for option, message in refused.items():
+        with pytest.raises(SystemExit) as exit_info:
+            verb("predict", str(run), option, stdin=sample_input(head) + "\n", monkeypatch=monkeypatch)
+        error = capsys.readouterr().err.strip()
+        assert exit_info.value.code == 2 and message in error and "\n" not in error, option
+
+
 def test_bad_input_lines_are_refused_in_one_line(run_dir, monkeypatch, capsys):
     head, run = run_dir
     bad = {"classify": "one\ttwo\tthree", "tag": None, "span": "a question without its passage"}[head]
