@@ -16,9 +16,14 @@ from zoo.verbs import VerbOptions
 
 @dataclass
 class GenerationOptions(VerbOptions):
-    """The shared options plus Hugging Face `generate`'s knobs, with its names and defaults."""
+    """The shared options plus Hugging Face `generate`'s knobs, with its names and meanings. The
+    defaults are HF's (zoo.decode.GenerationConfig's) but two: max_new_tokens 50, where HF stops
+    at 20 tokens in all, prompt included; and top_k 0, so --do_sample draws from the whole
+    distribution, where HF keeps its 50 most probable (--top_k=50 for HF's sampling)."""
 
-    max_new_tokens: int = field(default=50, metadata={"help": "generate: tokens to add at most"})
+    max_new_tokens: int = field(
+        default=50, metadata={"help": "generate: tokens to add at most (HF: max_length 20, prompt included)"}
+    )
     min_new_tokens: int = field(
         default=0, metadata={"help": "generate: end-of-text is forbidden before this many"}
     )
@@ -26,7 +31,10 @@ class GenerationOptions(VerbOptions):
         default=False, metadata={"help": "generate: sample (false: greedy, or beam search)"}
     )
     temperature: float = field(default=1.0, metadata={"help": "generate: sampling temperature"})
-    top_k: int = field(default=0, metadata={"help": "generate: sample among the k most probable (0 = all)"})
+    top_k: int = field(
+        default=0,
+        metadata={"help": "generate: sample among the k most probable (0 = all; HF's default is 50)"},
+    )
     top_p: float = field(default=1.0, metadata={"help": "generate: nucleus sampling mass (1.0 = all)"})
     repetition_penalty: float = field(
         default=1.0, metadata={"help": "generate: CTRL's penalty on tokens already present (1.0 = none)"}

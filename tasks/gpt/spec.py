@@ -30,7 +30,7 @@ from zoo.convert.hf_gpt2 import load_hf_gpt2, write_hf_directory
 from zoo.convert.onnx.export import export_gpt
 from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.paths import resolve_data_dir
-from zoo.decode import generate
+from zoo.decode import GenerationConfig, generate
 from zoo.models.checks import check_vocabulary
 from zoo.models.gpt import GPTModelConfig, build_gpt
 from zoo.plot import plot_self_attention
@@ -66,7 +66,8 @@ class GPTOptions(GenerationOptions):
     stride: int = field(
         default=0,
         metadata={
-            "help": "evaluate: tokens the window advances (0 = the recipe's eval.stride, or context / 2)"
+            "help": "evaluate: tokens the window advances (0 = the recipe's eval.stride, or context / 2 "
+            "rounded down, at least 1)"
         },
     )
 
@@ -192,7 +193,8 @@ class GPTSpec(TaskSpec):
         if context > loaded.config.max_len:
             raise UserError(f"--context {context}: the model has {loaded.config.max_len} positions")
         asked = options.stride or (loaded.recipe.eval.stride if loaded.recipe is not None else 0)
-        stride = min(asked or context // 2, context)
+        # Half the window by default, but at least one token: a window of 1 has no half to advance by.
+        stride = min(asked or max(1, context // 2), context)
         batch_size = options.batch_size or (loaded.recipe.data.eval_batch_size if loaded.recipe else 8)
         m = score_ids(
             loaded.model, torch.tensor(ids), text=None if options.limit else text,
@@ -214,7 +216,7 @@ class GPTSpec(TaskSpec):
         a list of n texts)."""
         prompts = prompts_of(loaded, lines, options)
         config = options.generation_config(loaded.tokenizer.eot_id)
-        outputs = generate(loaded.model, prompts, config, decode=loaded.tokenizer.decode)
+        outputs = self._generate(loaded, prompts, config, options.batch_size)
         n = config.num_return_sequences
         texts = [lines[i // n] + self._decode(loaded, out) for i, out in enumerate(outputs)]
         if not options.json:
@@ -223,6 +225,16 @@ class GPTSpec(TaskSpec):
         if n == 1:
             return [text for (text,) in per_prompt]
         return per_prompt if options.json else ["\n".join(group) for group in per_prompt]
+
+    def _generate(
+        self, loaded: LoadedGPT, prompts: list[list[int]], config: GenerationConfig, batch_size: int
+    ) -> list[list[int]]:
+        """generate's outputs for `prompts`, in their order, `batch_size` prompts a call (0: all in
+        one): a long input file need not fit in memory as one left-padded batch."""
+        size = batch_size or len(prompts)
+        batches = [prompts[start : start + size] for start in range(0, len(prompts), size)]
+        decode = loaded.tokenizer.decode
+        return [out for batch in batches for out in generate(loaded.model, batch, config, decode=decode)]
 
     def stream(
         self, loaded: LoadedGPT, line: str, options: GPTOptions, write: Callable[[str], None]

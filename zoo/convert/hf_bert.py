@@ -357,8 +357,15 @@ def read_weights(directory: Path) -> tuple[dict[str, Tensor], Path]:
                     return load_file(str(path)), path
                 return torch.load(path, map_location="cpu", weights_only=True), path
             except Exception as err:  # any reader failure means the same to the user
-                raise UserError(f"{path}: cannot read weights: {err}") from None
+                raise UserError(f"{path}: cannot read weights: {_one_line(err)}") from None
     raise UserError(f"{directory}: no {' or '.join(WEIGHT_FILES)}")
+
+
+def _one_line(err: Exception) -> str:
+    """A reader's error as one line: torch's weights_only refusal spans paragraphs, of which the
+    line naming the refused global is the one that says what the file holds."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    return next((line for line in lines if "GLOBAL" in line), lines[0])
 
 
 # tokenizer_config.json's normaliser settings with BertTokenizerFast's defaults: transformers

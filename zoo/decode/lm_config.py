@@ -12,7 +12,10 @@ from zoo.config import Invalid
 @dataclass
 class GenerationConfig:
     max_new_tokens: int = field(
-        default=20, metadata={"help": "tokens to add at most (HF's default max_length, 20)"}
+        default=20,
+        metadata={
+            "help": "tokens to add at most (HF's default is max_length 20, which counts the prompt too)"
+        },
     )
     min_new_tokens: int = field(default=0, metadata={"help": "EOS is forbidden before this many new tokens"})
     do_sample: bool = field(default=False, metadata={"help": "sample (false: greedy, or beam search)"})

@@ -17,6 +17,7 @@ from tasks.gpt.config import GPTConfig
 from tasks.gpt.data import load_texts, token_stream
 from tasks.gpt.spec import GPTOptions, GPTSpec
 from zoo.config import load_config
+from zoo.decode import generate as zoo_generate
 from zoo.train import load_trained
 from zoo.verbs.cli import run_verb
 
@@ -106,6 +107,37 @@ def test_evaluate_scores_wikitext_per_word(run_dir, tmp_path):
     )
 
 
+def test_evaluate_with_a_one_token_window_advances_one_token(run_dir):
+    """The default stride (half the window) rounds down to 0 for --context=1; it advances by 1, so
+    each token is scored after the one before it alone: one forward of a single id each."""
+    record = run_verb(
+        GPTSpec(), "evaluate", [str(run_dir), "--split=valid", "--context=1", "--limit=20", "--json"]
+    )
+    assert (record["context"], record["stride"], record["tokens"]) == (1, 1, 19)
+    loaded = GPTSpec().load([load_trained(run_dir, GPTConfig)], GPTOptions(run=str(run_dir)))
+    stream = token_stream(load_texts(loaded.recipe.data, "valid"), loaded.tokenizer)
+    ids = torch.tensor([loaded.tokenizer.eot_id, *stream.tolist()][:20])
+    with torch.no_grad():
+        logits = loaded.model.eval()(ids[:-1, None])[:, 0]
+    nll = torch.nn.functional.cross_entropy(logits.float(), ids[1:])
+    assert record["loss"] == pytest.approx(nll.item(), rel=1e-5)
+
+
+def test_evaluate_of_a_hugging_face_directory_keeps_no_record(run_dir, tmp_path, monkeypatch):
+    """Not even in the current directory when it holds a config.yaml, as a zoo run does."""
+    hf_dir = tmp_path / "hf"
+    run_verb(GPTSpec(), "export", [str(run_dir), "--format=hf", f"--output={hf_dir}"])
+    (tmp_path / "wikitext-2").mkdir()
+    (tmp_path / "wikitext-2" / "test.txt").write_text(" = Kalo = \n \n The town lies on the river . \n" * 3)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "config.yaml").write_text("model: {}\n")
+    monkeypatch.chdir(cwd)
+    record = run_verb(GPTSpec(), "evaluate", [str(hf_dir), f"--data_dir={tmp_path}", "--wikitext=wikitext-2"])
+    assert record["checkpoint"] == str(hf_dir) and record["tokens"] > 10
+    assert not list(cwd.glob("eval_*.json")) and not list(hf_dir.glob("eval_*.json"))
+
+
 def test_generate_batches_prompts_and_equals_each_prompt_alone(run_dir, monkeypatch, capsys):
     prompts = ["The town of", "Kalo", "A ship named"]
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
@@ -119,6 +151,25 @@ def test_generate_batches_prompts_and_equals_each_prompt_alone(run_dir, monkeypa
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
     static = generate.main([str(run_dir), "--max_new_tokens=8", "--cache_implementation=static", "--json"])
     assert static == alone
+
+
+def test_batch_size_sends_the_prompts_in_batches_in_order(run_dir, monkeypatch):
+    prompts = ["The town of", "Kalo", "A ship named", "the river"]
+    calls = []
+
+    def spy(model, batch, *args, **kwargs):
+        calls.append(len(batch))
+        return zoo_generate(model, batch, *args, **kwargs)
+
+    monkeypatch.setattr("tasks.gpt.spec.generate", spy)
+    outputs = {}
+    for size in (1, 3, 0):
+        calls.clear()
+        monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
+        outputs[size] = generate.main([str(run_dir), "--max_new_tokens=8", f"--batch_size={size}", "--json"])
+        assert calls == {1: [1, 1, 1, 1], 3: [3, 1], 0: [4]}[size]
+    assert outputs[1] == outputs[3] == outputs[0]  # greedy: a prompt's output is its own
+    assert all(text.startswith(prompt) for text, prompt in zip(outputs[1], prompts))
 
 
 def test_one_prompt_streams_to_the_terminal(run_dir, monkeypatch, capsys):

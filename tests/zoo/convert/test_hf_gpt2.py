@@ -5,6 +5,7 @@ refused by name."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,32 @@ def test_a_transformers_directory_loads_with_its_logits(tmp_path, weights):
     assert_same_logits(directory)
     loaded = load_hf_gpt2(str(directory))
     assert (loaded.vocab_size, loaded.directory, loaded.config.dim) == (VOCAB, directory, 48)
+
+
+class Payload:
+    """A pickled object whose loading runs code: it would create the folder `marker`."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.makedirs, (str(self.marker),)
+
+
+def test_a_pytorch_bin_holding_more_than_tensors_is_refused_unrun(tmp_path):
+    """The .bin is read with weights_only=True: a pickle that calls a function is refused by name
+    of the file, and the function never runs."""
+    directory = save_hf(tmp_path / "hf")
+    as_pytorch_bin(directory)
+    state = torch.load(directory / "pytorch_model.bin", weights_only=True)
+    marker = tmp_path / "ran"
+    torch.save({**state, "payload": Payload(marker)}, directory / "pytorch_model.bin")
+    with pytest.raises(
+        UserError, match="pytorch_model.bin: cannot read weights.*GLOBAL os.makedirs"
+    ) as error:
+        load_hf_gpt2(str(directory))
+    assert "\n" not in str(error.value)  # one line, naming what the file would have run
+    assert not marker.exists()
 
 
 def test_an_exported_directory_loads_in_transformers_with_the_zoo_logits_and_ids(tmp_path):

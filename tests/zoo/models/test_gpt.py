@@ -106,7 +106,21 @@ def test_a_tiny_model_overfits_one_batch():
     assert (sums.loss / sums.units).item() < 0.1  # from log(53) = 4.0
 
 
-def test_activation_checkpointing_gives_the_same_loss_and_gradients():
+def count_calls(modules: torch.nn.ModuleList) -> list[int]:
+    """How many times each of `modules` is called from now on (counts that rise in place)."""
+    calls = [0] * len(modules)
+
+    def hook(index: int):
+        return lambda *_: calls.__setitem__(index, calls[index] + 1)
+
+    for index, module in enumerate(modules):
+        module.register_forward_pre_hook(hook(index))
+    return calls
+
+
+def test_activation_checkpointing_recomputes_each_block_and_gives_the_same_loss_and_gradients():
+    """Each block runs once in forward and, checkpointed, once more in backward, where its
+    activations are recomputed instead of kept."""
     ids, targets = random_ids(), random_ids(seed=2)
     results = []
     for checkpointing in (False, True):
@@ -116,9 +130,12 @@ def test_activation_checkpointing_gives_the_same_loss_and_gradients():
         )
         model = build_gpt(cfg, VOCAB).train()  # dropout on: checkpointing must replay its draws
         assert model.blocks.checkpointing is checkpointing
+        calls = count_calls(model.blocks.layers)
         torch.manual_seed(1)
         sums = model(ids, targets)
+        assert calls == [1, 1]
         sums.loss.backward()
+        assert calls == ([2, 2] if checkpointing else [1, 1])
         results.append((sums.loss.detach(), {n: p.grad for n, p in model.named_parameters()}))
     (loss, grads), (loss_ckpt, grads_ckpt) = results
     torch.testing.assert_close(loss_ckpt, loss, atol=0.0, rtol=0.0)
