@@ -56,6 +56,7 @@ def load_config(
         for item in dotlist:
             if "=" not in item:
                 raise ConfigError(f"override {item!r} must look like key.sub=value")
+        dotlist = [_empty_string(merged, item) for item in dotlist]
         try:
             override_cfg = OmegaConf.from_dotlist(dotlist)
         except OmegaConfBaseException as err:
@@ -69,6 +70,16 @@ def load_config(
         raise ConfigError(f"config: {_message(err)}") from None
     check_values(cfg)
     return cfg
+
+
+def _empty_string(merged: Any, item: str) -> str:
+    """`key=` as YAML's empty string where the key holds a string (`--model.init=` for "no
+    pretrained weights"): OmegaConf reads an empty value as null, which a string key refuses.
+    A key holding anything else keeps the null."""
+    key, _, value = item.partition("=")
+    if value or not isinstance(OmegaConf.select(merged, key, default=None), str):
+        return item
+    return f"{key}=''"
 
 
 def check_values(cfg: Any, prefix: str = "") -> None:

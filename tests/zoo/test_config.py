@@ -33,6 +33,12 @@ def test_yaml_and_overrides_merge_in_order(tmp_path):
     assert isinstance(cfg.optim, Inner)
 
 
+def test_an_empty_value_is_the_empty_string_for_a_string_key_only():
+    assert load_config(Outer, None, ["--optim.name="]).optim.name == ""
+    with pytest.raises(ConfigError, match="steps"):  # an int key still refuses the null
+        load_config(Outer, None, ["--steps="])
+
+
 def test_unknown_key_in_file_names_key_and_file(tmp_path):
     path = write(tmp_path, "optim:\n  lrr: 0.5\n")
     with pytest.raises(ConfigError, match=r"recipe.yaml.*optim\.lrr"):
