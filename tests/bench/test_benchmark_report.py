@@ -103,3 +103,20 @@ def test_a_file_that_is_not_pytest_benchmarks_is_one_line_and_exit_2(tmp_path: P
         capsys.readouterr().err.strip()
         == f"error: {source}: not a pytest-benchmark file (no 'benchmarks' list)"
     )
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
+
+
+@pytest.mark.parametrize("folder", ["", "benchmark_int8_onnx"])
+def test_the_recorded_tables_are_what_the_report_makes_of_their_json(folder, tmp_path, monkeypatch):
+    """The committed benchmark_<family>.md pages are regenerated from the committed JSON beside
+    them: a table edited by hand, or a report changed without rewriting them, fails here."""
+    results = RECORDED / folder
+    monkeypatch.chdir(RECORDED.parents[1])  # the pages name the JSON by its path from the root
+    benchmark_report.main([str((results / "benchmark_cpu_t1.json").relative_to(RECORDED.parents[1])),
+                           "--out", str(tmp_path)])  # fmt: skip
+    pages = sorted(p.name for p in tmp_path.glob("benchmark_*.md"))
+    assert pages and pages == sorted(p.name for p in results.glob("benchmark_*.md"))
+    for name in pages:
+        assert (tmp_path / name).read_text() == (results / name).read_text(), name
