@@ -72,15 +72,18 @@ class DataConfig:
         default="",
         metadata={
             "help": "the training file under data_dir ('' = the head's built-in set): classify a TSV, "
-            "tag a CoNLL file (dev carved from it), span a SQuAD v1.1 JSON (split by article)"
+            "tag a CoNLL file, span a SQuAD v1.1 JSON"
         },
     )
     valid: str = field(
         default="",
-        metadata={"help": "classify: the validation TSV ('' = carved from train as for tag; span: held out)"},
+        metadata={
+            "help": "the validation file, of data.train's format ('' = classify, tag: carved from "
+            "data.train; span: data.train's articles after the first data.train_articles)"
+        },
     )
     test: str = field(
-        default="", metadata={"help": "classify, tag: the test file ('' = the validation split)"}
+        default="", metadata={"help": "the test file, of data.train's format ('' = the validation split)"}
     )
     builtin_seed: int = field(default=0, metadata={"help": "built-in set: seed of its documents"})
     builtin_sizes: list[int] = field(
@@ -207,8 +210,6 @@ OWNERS = {
     ),  # fmt: skip
     **dict.fromkeys((f"distill.{f.name}" for f in fields(DistillConfig)), ("classify",)),
     "model.head_dropout": ("classify", "tag"),
-    "data.valid": ("classify",),
-    "data.test": ("classify", "tag"),
 }
 
 

@@ -1,15 +1,14 @@
 """The examples of a recipe's split (train, valid, test), from its files or the built-in set.
 
-- classify: data.train, data.valid and data.test TSV files (test '' = valid: SST-2's labelled
-  test split is GLUE's server's); valid '' = a dev set carved from data.train as for tag, so
-  that a recipe reporting GLUE's dev set can choose its checkpoint on other examples (with
-  data.dev_min_words: whole sentences, their phrases dropped from training,
-  `readers.carve_sentence_dev`). The validation and test labels must be the training set's.
-- tag: data.train's CoNLL sentences, the dev set carved from them (data.dev_size sentences,
-  data.dev_seed), data.test the test file ('' = the carved dev).
-- span: data.train's SQuAD articles, the first data.train_articles to train, the rest held
-  out as both valid and test.
-Relative paths are taken under the data directory (data.data_dir, else $ZOO_DATA_DIR).
+Every head reads data.train, and data.valid and data.test where given, in one format: classify
+TSV files, tag CoNLL column files, span SQuAD v1.1 JSON. Without data.valid the validation split
+comes out of data.train: classify and tag carve data.dev_size examples by a seeded sample
+(data.dev_seed; classify with data.dev_min_words: whole sentences, their phrases dropped from
+training, `readers.carve_sentence_dev`), span holds out the articles after the first
+data.train_articles. Without data.test the test split is the validation split (SST-2's labelled
+test split is GLUE's server's; the SQuAD recipes hold out 10 of the dev set's articles). The
+validation and test labels must be the training set's. Relative paths are taken under the data
+directory (data.data_dir, else $ZOO_DATA_DIR).
 """
 
 from __future__ import annotations
@@ -40,24 +39,33 @@ def read_split(cfg: FinetuneConfig, split: str, labels: list[str] | None = None)
         if labels is not None and cfg.head == "classify":
             _check_labels(examples, labels, f"the built-in {split} set")
         return examples
-    if cfg.head == "classify":
-        allowed = (d.labels or None) if split == "train" else labels
-        if split == "test" and (d.test or d.valid):
-            return _read_tsv(cfg, d.test or d.valid, allowed)
-        if d.valid:
-            return _read_tsv(cfg, d.train if split == "train" else d.valid, allowed)
-        return _carved_tsv(cfg, allowed)[split != "train"]
-    if cfg.head == "tag":
-        if split == "test" and d.test:
-            return read_conll(
-                under_data_dir(d.data_dir, d.test), word_column=d.word_column, tag_column=d.tag_column
-            )
-        sentences = read_conll(
-            under_data_dir(d.data_dir, d.train), word_column=d.word_column, tag_column=d.tag_column
-        )
-        return carve_dev(sentences, d.dev_size, d.dev_seed)[split != "train"]
-    train, held_out = split_by_article(read_squad(under_data_dir(d.data_dir, d.train)), d.train_articles)
+    if split == "test" and (d.test or d.valid):
+        return _read_file(cfg, d.test or d.valid, labels)
+    if d.valid:
+        return _read_file(cfg, d.train if split == "train" else d.valid, labels if split != "train" else None)
+    train, held_out = _split_train(cfg)
     return train if split == "train" else held_out
+
+
+def _read_file(cfg: FinetuneConfig, name: str, labels: list[str] | None) -> list:
+    """One file of the head's format; classify checks its labels (data.labels for training)."""
+    d = cfg.data
+    path = under_data_dir(d.data_dir, name)
+    if cfg.head == "classify":
+        return _read_tsv(cfg, name, labels if labels is not None else (d.labels or None))
+    if cfg.head == "tag":
+        return read_conll(path, word_column=d.word_column, tag_column=d.tag_column)
+    return read_squad(path)
+
+
+def _split_train(cfg: FinetuneConfig) -> tuple[list, list]:
+    """data.train less the validation split taken out of it, and that split."""
+    d = cfg.data
+    if cfg.head == "span":
+        return split_by_article(_read_file(cfg, d.train, None), d.train_articles)
+    if cfg.head == "classify" and d.dev_min_words:
+        return carve_sentence_dev(_read_file(cfg, d.train, None), d.dev_size, d.dev_seed, d.dev_min_words)
+    return carve_dev(_read_file(cfg, d.train, None), d.dev_size, d.dev_seed)
 
 
 def _read_tsv(cfg: FinetuneConfig, name: str, labels: list[str] | None) -> list[Example]:
@@ -68,36 +76,24 @@ def _read_tsv(cfg: FinetuneConfig, name: str, labels: list[str] | None) -> list[
     )[0]  # fmt: skip
 
 
-def _carved_tsv(cfg: FinetuneConfig, labels: list[str] | None) -> tuple[list[Example], list[Example]]:
-    """data.train less its dev carve, and the carve."""
-    d = cfg.data
-    train = _read_tsv(cfg, d.train, labels)
-    if d.dev_min_words:
-        return carve_sentence_dev(train, d.dev_size, d.dev_seed, d.dev_min_words)
-    return carve_dev(train, d.dev_size, d.dev_seed)
-
-
 def describe(cfg: FinetuneConfig, split: str) -> str:
     """Where the split's examples come from, in a few words."""
     d = cfg.data
     if not d.train:
         return f"the built-in {split} set"
-    if cfg.head == "classify":
-        if split == "test" and (d.test or d.valid):
-            return d.test or d.valid
-        if d.valid:
-            return d.train if split == "train" else d.valid
-        if split == "train":
-            inside = " and the examples inside it" if d.dev_min_words else ""
-            return f"{d.train} less the dev carve{inside}"
-        whole = f" of {d.dev_min_words}+ words" if d.dev_min_words else ""
-        return f"{d.dev_size:,} examples{whole} carved from {d.train} (seed {d.dev_seed})"
-    if cfg.head == "tag":
-        if split == "train" or (split == "test" and d.test):
-            return d.test if split == "test" else f"{d.train} less the dev carve"
-        return f"{d.dev_size:,} sentences carved from {d.train} (seed {d.dev_seed})"
-    first = "the first" if split == "train" else "the articles after the first"
-    return f"{first} {d.train_articles} articles of {d.train}"
+    if split == "test" and (d.test or d.valid):
+        return d.test or d.valid
+    if d.valid:
+        return d.train if split == "train" else d.valid
+    if cfg.head == "span":
+        first = "the first" if split == "train" else "the articles after the first"
+        return f"{first} {d.train_articles} articles of {d.train}"
+    if split == "train":
+        inside = " and the examples inside it" if d.dev_min_words and cfg.head == "classify" else ""
+        return f"{d.train} less the dev carve{inside}"
+    whole = f" of {d.dev_min_words}+ words" if d.dev_min_words and cfg.head == "classify" else ""
+    unit = "sentences" if cfg.head == "tag" else "examples"
+    return f"{d.dev_size:,} {unit}{whole} carved from {d.train} (seed {d.dev_seed})"
 
 
 def label_set(cfg: FinetuneConfig, train: list) -> list[str]:

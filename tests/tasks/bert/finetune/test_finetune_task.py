@@ -215,6 +215,37 @@ def test_classify_without_a_validation_file_carves_its_dev_set_from_train(tmp_pa
     assert read_split(no_test, "test", ["0", "1"]) == dev  # no test file: the carve again
 
 
+def test_tag_and_span_read_their_own_validation_and_test_files_where_given(tmp_path):
+    """A user's train/dev/test files (CoNLL-2003's, SQuAD's train and dev JSON) are read as
+    given: the whole training file trains, nothing is carved or held out of it."""
+    conll = {name: f"{name} NN B-NP\nwords NNS I-NP\n\n" for name in ("train", "dev", "test")}
+    for name, text in conll.items():
+        (tmp_path / f"{name}.txt").write_text(text * 3)
+    common = [f"--data.data_dir={tmp_path}", "--data.train=train.txt", "--data.dev_size=1"]
+    tag = tiny_config("tag", str(tmp_path / "tag"), *common, "--data.valid=dev.txt", "--data.test=test.txt")
+    firsts = {split: {s.words[0] for s in read_split(tag, split)} for split in ("train", "valid", "test")}
+    assert firsts == {"train": {"train"}, "valid": {"dev"}, "test": {"test"}}
+    assert len(read_split(tag, "train")) == 3  # no dev carve
+    no_test = tiny_config("tag", str(tmp_path / "tag2"), *common, "--data.valid=dev.txt")
+    assert read_split(no_test, "test") == read_split(no_test, "valid")
+
+    def squad(title: str) -> dict:
+        paragraph = {
+            "context": f"{title} is here.",
+            "qas": [
+                {"id": f"{title}-q", "question": "What?", "answers": [{"text": title, "answer_start": 0}]}
+            ],
+        }
+        return {"version": "1.1", "data": [{"title": title, "paragraphs": [paragraph]}]}  # fmt: skip
+
+    for name in ("train", "dev"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(squad(name)))
+    files = [f"--data.data_dir={tmp_path}", "--data.train=train.json", "--data.valid=dev.json"]
+    span = tiny_config("span", str(tmp_path / "span"), *files)
+    assert [e.id for e in read_split(span, "train")] == ["train-q"]
+    assert [e.id for e in read_split(span, "valid")] == [e.id for e in read_split(span, "test")] == ["dev-q"]
+
+
 def test_data_dev_min_words_carves_whole_sentences_and_keeps_their_phrases_out_of_training(tmp_path):
     sentences = [f"sentence {i} is long enough to carve" for i in range(20)]
     phrases = [f"sentence {i} is" for i in range(20)]
