@@ -1,40 +1,14 @@
 """Two-process gloo DDP gives the parameters of one process on the joined batch."""
 
 import copy
-import os
-import socket
-import sys
-from pathlib import Path
 
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 from toy import ToyTask
 
+from tests.ranks import free_port, train_rank
 from zoo.train import fit
 from zoo.train.checkpoint import load_checkpoint, step_checkpoints
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _worker(rank: int, world_size: int, port: int, cfg, task_class: type = ToyTask) -> None:
-    """One torchrun-like rank training `task_class(cfg)` (a ToyTask; test_fsdp.py shares it)."""
-    sys.path.insert(0, str(Path(__file__).parent))  # spawned: import the toy task again
-    os.environ.update(
-        RANK=str(rank),
-        WORLD_SIZE=str(world_size),
-        LOCAL_RANK=str(rank),
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-    )
-    try:
-        fit(cfg, task_class(cfg))
-    finally:
-        dist.destroy_process_group()
 
 
 def test_two_process_ddp_equals_one_process_on_the_joined_batch(tiny_cfg, tmp_path):
@@ -48,7 +22,7 @@ def test_two_process_ddp_equals_one_process_on_the_joined_batch(tiny_cfg, tmp_pa
 
     ddp = copy.deepcopy(cfg)
     ddp.train.out_dir = str(tmp_path / "ddp")
-    mp.spawn(_worker, args=(2, _free_port(), ddp), nprocs=2, join=True)
+    mp.spawn(train_rank, args=(2, free_port(), ddp, ToyTask), nprocs=2, join=True)
 
     one = load_checkpoint(step_checkpoints(tmp_path / "single" / "checkpoints")[-1])
     two = load_checkpoint(step_checkpoints(tmp_path / "ddp" / "checkpoints")[-1])

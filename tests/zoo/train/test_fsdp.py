@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 import torch.multiprocessing as mp
-from test_distributed import _free_port, _worker
 from torch import nn
 from toy import ToyModel, ToyTask
 
+from tests.ranks import free_port, train_rank
 from zoo.config import UserError
 from zoo.train import OptimConfig, fit
 from zoo.train.checkpoint import load_checkpoint, load_weights, step_checkpoints
@@ -34,7 +34,7 @@ class BlockToyTask(ToyTask):
 def _train_two_processes(cfg, out_dir: Path) -> Path:
     cfg = copy.deepcopy(cfg)
     cfg.train.out_dir = str(out_dir)
-    mp.spawn(_worker, args=(2, _free_port(), cfg, BlockToyTask), nprocs=2, join=True)
+    mp.spawn(train_rank, args=(2, free_port(), cfg, BlockToyTask), nprocs=2, join=True)
     return out_dir
 
 
