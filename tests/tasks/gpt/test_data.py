@@ -11,6 +11,7 @@ import torch
 
 from tasks.gpt.config import GPTDataConfig
 from tasks.gpt.data import LMBatch, TokenBlocks, load_texts, token_stream
+from tasks.gpt.task import TOKENIZER_FILE, tokenizer_for
 from zoo.config import UserError
 from zoo.data.bpe import ByteBPETokenizer
 from zoo.data.corpus import synthetic_documents
@@ -237,3 +238,17 @@ def test_unk_below_rewrites_every_split_by_the_training_counts(tmp_path: Path):
     assert load_texts(cfg, "train") == ["A <unk> word, <unk> common word.", "A common word <unk>."]
     assert load_texts(cfg, "valid") == ["A common word, <unk> <unk>."]
     assert load_texts(text_config(tmp_path), "valid") == ["A common word, never seen."]
+
+
+def test_a_named_tokenizer_is_taken_as_is_and_saved_with_the_run(tokenizer: ByteBPETokenizer, tmp_path: Path):
+    """data.tokenizer (another run's tokenizer.json, GPT-2's files) replaces training one: the
+    run saves those bytes, and a resumed run reads its own copy, whatever data.tokenizer says."""
+    named = tmp_path / "named.json"
+    named.write_bytes(tokenizer.to_bytes())
+    texts = load_texts(GPTDataConfig(synthetic_train=50), "train")
+    run = tmp_path / "run"
+    taken = tokenizer_for(GPTDataConfig(tokenizer=str(named), vocab_size=1000), run, texts)
+    assert taken.to_bytes() == tokenizer.to_bytes() and taken.vocab_size == 300  # not 1000: not trained
+    assert (run / TOKENIZER_FILE).read_bytes() == tokenizer.to_bytes()
+    named.write_bytes(b"{}")  # a resume never reads data.tokenizer again
+    assert tokenizer_for(GPTDataConfig(tokenizer=str(named)), run, texts).to_bytes() == tokenizer.to_bytes()
