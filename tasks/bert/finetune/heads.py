@@ -189,6 +189,22 @@ def show(head: str, prediction: Any, as_json: bool, n_best: int = 1) -> Any:
     return shown if as_json else "\n".join(shown)
 
 
+def show_chunks(words: list[str], tags: list[str], as_json: bool) -> Any:
+    """A tagged sentence as its chunks: the CoNLL-2000 bracketing, `[NP the dog] [VP ran] .` (words
+    outside a chunk bare), or a JSON list of {"type", "text", "start", "end"}, start and end word
+    positions (end exclusive), as Hugging Face's token-classification pipeline groups entities."""
+    found = metrics.sentence_chunks(tags)
+    if as_json:
+        return [
+            {"type": t, "text": " ".join(words[s : e + 1]), "start": s, "end": e + 1} for t, s, e in found
+        ]
+    parts, word = [], 0
+    for kind, first, last in found:
+        parts += [*words[word:first], f"[{kind} {' '.join(words[first : last + 1])}]"]
+        word = last + 1
+    return " ".join([*parts, *words[word:]])
+
+
 def _show_answer(answer: Answer, as_json: bool) -> Any:
     text, value, start, end = answer
     return (  # no span at all (a passage of no tokens): no score (JSON has no -inf)

@@ -107,6 +107,11 @@ def chunk_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str
     )
 
 
+def sentence_chunks(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """One sentence's chunks as conlleval reads its tags: (type, first word, last word), in order."""
+    return get_entities(list(tags))
+
+
 def _chunks(sentences: Sequence[Sequence[str]]) -> set[tuple[int, str, int, int]]:
     # (sentence, type, first, last): sentence by sentence, so no chunk runs across a sentence end.
-    return {(i, *chunk) for i, tags in enumerate(sentences) for chunk in get_entities(list(tags))}
+    return {(i, *chunk) for i, tags in enumerate(sentences) for chunk in sentence_chunks(tags)}

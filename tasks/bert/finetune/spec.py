@@ -72,6 +72,14 @@ class FinetuneOptions(VerbOptions):
         },
     )
 
+    chunks: bool = field(
+        default=False,
+        metadata={
+            "help": "predict, tag: the chunks the tags decode to (conlleval's rules), as `[NP the dog] "
+            "[VP ran]` (--json: a list of {type, text, start, end}, word positions)"
+        },
+    )
+
     def check(self) -> None:
         super().check()
         if self.n_best < 1:
@@ -239,12 +247,18 @@ class FinetuneSpec(TaskSpec):
         """One output per line; a blank line stays blank. Span, with --n_best above 1: the best
         answers, one a line (--json: a list)."""
         _check_n_best(loaded.cfg, options.n_best)
+        if options.chunks and loaded.cfg.head != "tag":
+            raise UserError(f"--chunks: chunks come from a tag model's tags; this one is a {loaded.cfg.head}")
         keep = [k for k, line in enumerate(lines) if line.strip()]
         examples = self._examples(loaded, [lines[k] for k in keep], options)
         predictions = loaded.outputs(examples, options.batch_size, options.n_best)[1] if examples else []
         outputs: list = [[] if options.json else ""] * len(lines)
-        for k, prediction in zip(keep, predictions):
-            outputs[k] = heads.show(loaded.cfg.head, prediction, options.json, options.n_best)
+        for k, example, prediction in zip(keep, examples, predictions):
+            outputs[k] = (
+                heads.show_chunks(example.words, prediction, options.json)
+                if options.chunks
+                else heads.show(loaded.cfg.head, prediction, options.json, options.n_best)
+            )
         return outputs
 
     def attention(self, loaded: LoadedFinetune, lines: list[str], output: Path, options: VerbOptions) -> str:

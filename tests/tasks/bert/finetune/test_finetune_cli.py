@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from seqeval.metrics.sequence_labeling import get_entities
 from transformers import (
     AutoModelForQuestionAnswering,
     AutoModelForSequenceClassification,
@@ -22,6 +23,7 @@ from transformers import (
 from tasks.bert.data import TOKENIZER_FILE
 from tasks.bert.finetune import heads, train
 from tasks.bert.finetune.config import FinetuneConfig
+from tasks.bert.finetune.heads import show_chunks
 from tasks.bert.finetune.spec import FinetuneSpec, sample_input
 from tasks.bert.finetune.splits import read_split
 from tests.tasks.bert.finetune.conftest import tiny_args
@@ -224,6 +226,36 @@ def test_predict_n_best_gives_the_best_answers_best_first(run_dir, monkeypatch, 
     assert printed == [f"{best['answer']}\t{best['score']:.4f}"] + [
         f"{answer['answer']}\t{answer['score']:.4f}" for answer in three
     ]
+
+
+def test_predict_chunks_are_the_tags_decoded_by_conlleval_rules(run_dir, monkeypatch, capsys):
+    """--chunks on a tag run: each line's chunks are those of the tags predict gives for it, in
+    the bracketing and as word spans; another head refuses the option in one line."""
+    head, run = run_dir
+    sample = sample_input(head)
+    if head != "tag":
+        with pytest.raises(SystemExit) as exit_:
+            verb("predict", str(run), "--chunks", stdin=sample + "\n", monkeypatch=monkeypatch)
+        assert exit_.value.code == 2 and "--chunks" in capsys.readouterr().err
+        return
+    words = sample.split()
+    [tags] = verb("predict", str(run), "--json", stdin=sample + "\n", monkeypatch=monkeypatch)
+    [spans] = verb("predict", str(run), "--json", "--chunks", stdin=sample + "\n", monkeypatch=monkeypatch)
+    assert [(c["type"], c["start"], c["end"] - 1) for c in spans] == get_entities(tags)
+    assert all(c["text"] == " ".join(words[c["start"] : c["end"]]) for c in spans)
+    [line] = verb("predict", str(run), "--chunks", stdin=sample + "\n", monkeypatch=monkeypatch)
+    assert line == show_chunks(words, tags, as_json=False)
+
+
+def test_chunks_are_shown_in_the_conll_2000_bracketing():
+    words = "He reckons the current account deficit will narrow .".split()
+    tags = ["B-NP", "B-VP", "B-NP", "I-NP", "I-NP", "I-NP", "I-VP", "I-VP", "O"]
+    assert show_chunks(words, tags, as_json=False) == (
+        "[NP He] [VP reckons] [NP the current account deficit] [VP will narrow] ."
+    )  # an I- after another type starts a chunk, as conlleval reads it
+    assert show_chunks(words, tags, as_json=True)[2] == {
+        "type": "NP", "text": "the current account deficit", "start": 2, "end": 6
+    }  # fmt: skip
 
 
 def test_n_best_beyond_what_the_run_gives_is_refused_in_one_line(run_dir, monkeypatch, capsys):
