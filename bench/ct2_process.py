@@ -23,14 +23,19 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
+
 # What the benches read of a GenerationResult or TranslationResult.
 RESULT_FIELDS = ("sequences", "sequences_ids", "hypotheses", "scores")
+# What they read of an Encoder's EncoderForwardOutput, as numpy arrays (a StorageView does not pickle).
+ENCODER_FIELDS = ("last_hidden_state", "pooler_output")
 
 
 class Remote:
-    """A `ctranslate2.Generator` or `ctranslate2.Translator` (`kind`) built in a child process
-    with `path` and `options`; `generate_batch` and `translate_batch` return lists of
-    namespaces holding RESULT_FIELDS."""
+    """A `ctranslate2.Generator`, `ctranslate2.Translator` or `ctranslate2.Encoder` (`kind`)
+    built in a child process with `path` and `options`; `generate_batch` and `translate_batch`
+    return lists of namespaces holding RESULT_FIELDS, `forward_batch` a namespace of
+    ENCODER_FIELDS."""
 
     def __init__(self, kind: str, path: str, **options) -> None:
         child_reads, parent_writes = os.pipe()
@@ -61,6 +66,15 @@ class Remote:
     def translate_batch(self, *args, **kwargs) -> list[SimpleNamespace]:
         return self._call("translate_batch", *args, **kwargs)
 
+    def forward_batch(self, *args, **kwargs) -> SimpleNamespace:
+        return self._call("forward_batch", *args, **kwargs)
+
+    def forward_batch_untransferred(self, *args, **kwargs) -> None:
+        """`forward_batch` with its outputs left in the child, for timing: an encoder's hidden
+        states are large (32 x 128 x 384 floats, 6 MB), and pickling them through the pipe would
+        add to the engine's time what an in-process caller never pays."""
+        self._call("forward_batch_untransferred", *args, **kwargs)
+
     def close(self) -> None:
         """Ends the child (it also ends when this process does: its pipe closes)."""
         self._send.close()
@@ -69,6 +83,18 @@ class Remote:
 
 def _plain(result) -> SimpleNamespace:
     return SimpleNamespace(**{name: getattr(result, name) for name in RESULT_FIELDS if hasattr(result, name)})
+
+
+def _answer(engine, method: str, args: tuple, kwargs: dict):
+    """What the engine's `method` returns, in a form that pickles."""
+    if method == "forward_batch_untransferred":
+        engine.forward_batch(*args, **kwargs)
+        return None
+    if method == "forward_batch":
+        output = engine.forward_batch(*args, **kwargs)
+        arrays = {name: getattr(output, name) for name in ENCODER_FIELDS}
+        return SimpleNamespace(**{name: None if a is None else np.array(a) for name, a in arrays.items()})
+    return [_plain(r) for r in getattr(engine, method)(*args, **kwargs)]
 
 
 def serve(receive: Connection, send: Connection) -> None:
@@ -87,7 +113,7 @@ def serve(receive: Connection, send: Connection) -> None:
                 engine = getattr(ctranslate2, kind)(path, **options)
                 send.send((True, None))
             else:
-                send.send((True, [_plain(r) for r in getattr(engine, method)(*args, **kwargs)]))
+                send.send((True, _answer(engine, method, args, kwargs)))
         except Exception as err:  # reported in the parent, which raises it
             send.send((False, f"{type(err).__name__}: {err}"))
 

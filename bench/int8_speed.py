@@ -2,6 +2,7 @@
 same models, on the CPU, the contenders taking turns in one run (bench/timing.py).
 
     python -m bench.int8_speed methods [--repeats 3] [--compile] [--threads 1]
+    python -m bench.int8_speed bert [--repeats 3] [--threads 1]
     python -m bench.int8_speed gpt [--run runs/gpt-enwiki | --preset mini] [--repeats 3] [--threads 1]
     python -m bench.int8_speed translation [--run runs/translation-demo] [--repeats 3] [--threads 1]
 
@@ -13,6 +14,12 @@ same models, on the CPU, the contenders taking turns in one run (bench/timing.py
   `torch.compile` with inductor's freezing. torchao's rows appear only where it is installed (it
   is not a dependency). Seconds per forward, and the lowest cosine similarity of a row's hidden
   states to float32's.
+- bert: the same encoder and batch (all positions real): zoo float32 and int8 (zoo.quantize)
+  against CTranslate2's Encoder in float32 and int8 (`compute_type`, on zoo's weights converted
+  by write_ctranslate2_bert through CTranslate2's own converter), CTranslate2 in a process of its
+  own (bench.ct2_process), its outputs left there when timed. Seconds per forward, and each
+  engine's largest absolute difference and lowest cosine similarity of a token's hidden states to
+  zoo float32's.
 - gpt: greedy generation with the KV cache on a trained GPT run (or, with --preset, bench.gpt_speed's
   random model of that size), as bench.gpt_speed times it (prompts of 64 random ids, 128 new ids
   forced, batch 1 and 8; prefill = the call for one new id, decode = the rest; each timed call
@@ -151,6 +158,79 @@ def methods(repeats: int, compiled: bool) -> tuple[list[dict], str]:
     )
 
 
+@torch.no_grad()
+def bert(repeats: int) -> tuple[list[dict], str]:
+    """Seconds per forward of zoo's BERT encoder (float32, int8) and CTranslate2's Encoder
+    (float32, int8) on the same weights and batch, their agreement with zoo float32, and what ran."""
+    from bench.ct2_process import Remote
+    from zoo.convert.ctranslate2_bert import write_ctranslate2_bert
+    from zoo.convert.hf_bert import LoadedBert
+    from zoo.data.wordpiece import WordPieceTokenizer
+    from zoo.models.bert import Bert, BertModelConfig
+
+    torch.manual_seed(0)
+    model = Bert(**MINILM).eval()
+    config = BertModelConfig(**{key: value for key, value in MINILM.items() if key != "vocab_size"})
+    # ids go in directly; the converter pads this vocabulary to the model's embeddings
+    tokenizer = WordPieceTokenizer.whole_words(["random weights"])
+    int8 = quantize_int8(copy.deepcopy(model))
+    ids = torch.randint(
+        1000, MINILM["vocab_size"], (BATCH, LENGTH), generator=torch.Generator().manual_seed(0)
+    )
+    id_rows, threads = ids.tolist(), torch.get_num_threads()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "ct2"  # float32: the engine quantizes at load, as for the GPT rows
+        write_ctranslate2_bert(LoadedBert(model, tokenizer, config, folder), folder)
+        ct2 = {
+            kind: Remote("Encoder", str(folder), device="cpu", compute_type=kind, intra_threads=threads)
+            for kind in ("float32", "int8")
+        }
+    try:
+        hidden = {  # also the warmup
+            "zoo": model.encode(ids),
+            "zoo_int8": int8.encode(ids),
+            **{
+                f"ct2_{name}": torch.from_numpy(ct2[kind].forward_batch(id_rows).last_hidden_state)
+                for name, kind in (("fp32", "float32"), ("int8", "int8"))
+            },
+        }
+        fns = {
+            "zoo": partial(model.encode, ids),
+            "zoo_int8": partial(int8.encode, ids),
+            "ct2_fp32": partial(ct2["float32"].forward_batch_untransferred, id_rows),
+            "ct2_int8": partial(ct2["int8"].forward_batch_untransferred, id_rows),
+        }
+        # As bench.gpt_speed: a short untimed call first, so that no engine's timed call pays for
+        # waking its threads after the other process's call.
+        primers = {
+            "zoo": partial(model.encode, ids[:1, :8]),
+            "zoo_int8": partial(int8.encode, ids[:1, :8]),
+            "ct2_fp32": partial(ct2["float32"].forward_batch_untransferred, [id_rows[0][:8]]),
+            "ct2_int8": partial(ct2["int8"].forward_batch_untransferred, [id_rows[0][:8]]),
+        }
+        seconds = interleaved_medians(fns, repeats=repeats, warmup=0, primers=primers)
+    finally:
+        for engine in ct2.values():
+            engine.close()
+    reference = hidden["zoo"]
+    rows = [
+        {
+            "engine": engine,
+            "seconds": s,
+            "tokens_per_s": BATCH * LENGTH / s,
+            **{f"vs_{base}": seconds[base] / s for base in ("zoo", "ct2_fp32", "ct2_int8")},
+            "max_abs_diff_vs_zoo": (hidden[engine] - reference).abs().max().item(),
+            "min_cosine_vs_zoo": F.cosine_similarity(hidden[engine], reference, dim=-1).min().item(),
+        }
+        for engine, s in seconds.items()
+    ]
+    return (
+        rows,
+        f"a BERT encoder of all-MiniLM-L6-v2's size ({MINILM}), random weights, batch {BATCH} x "
+        f"{LENGTH} random ids (no padding), last hidden states (LayerNorm-ed: unit scale)",
+    )
+
+
 def trained_gpt(run: str) -> nn.Module:
     """The run's best GPT in eval mode."""
     from tasks.gpt.config import GPTConfig
@@ -272,6 +352,16 @@ COLUMNS = {
         Column("vs fp32", "vs_fp32", RATIO),
         Column("lowest cosine to fp32", "min_cosine", "{:.5f}"),
     ),
+    "bert": (
+        Column("engine", "engine"),
+        Column("seconds a forward", "seconds", "{:.3f}"),
+        Column("tokens/s", "tokens_per_s", RATE),
+        Column("vs zoo fp32", "vs_zoo", RATIO),
+        Column("vs CT2 fp32", "vs_ct2_fp32", RATIO),
+        Column("vs CT2 int8 (target >= 1x)", "vs_ct2_int8", RATIO),
+        Column("largest abs difference to zoo fp32", "max_abs_diff_vs_zoo", "{:.1e}"),
+        Column("lowest cosine to zoo fp32", "min_cosine_vs_zoo", "{:.5f}"),
+    ),
     "gpt": (
         Column("batch", "batch"),
         Column("engine", "engine"),
@@ -337,6 +427,7 @@ def main() -> None:
     }
     timers = {
         "methods": partial(methods, args.repeats, args.compile),
+        "bert": partial(bert, args.repeats),
         "gpt": partial(gpt, args.run or "runs/gpt-enwiki", args.preset, args.repeats),
         "translation": partial(translation, args.run or "runs/translation-demo", args.repeats),
     }

@@ -5,6 +5,7 @@
     hub.py          Hugging Face hub snapshots (downloads)
     timm_vit.py     timm VisionTransformer checkpoints and models
     ctranslate2.py  CTranslate2 model directories of the encoder-decoder Transformer
+    ctranslate2_bert.py  a CTranslate2 Encoder directory of BERT, through CTranslate2's own converter
     onnx/           ONNX graphs through torch.onnx (translation, BERT, ViT, GPT) and ONNX Runtime
 
 Only `keys` is imported here; a format module is imported by name where it is used, so that
