@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tasks.bert.finetune.readers import SquadExample, read_json, read_squad
+from tasks.bert.finetune.readers import SquadExample, read_json
 from zoo.cli import main_guard
 from zoo.config import UserError
 
@@ -55,6 +55,26 @@ def token_f1(prediction: str, truth: str) -> float:
 def gold_answers(examples: Iterable[SquadExample]) -> dict[str, list[str]]:
     """Question id -> its ground-truth answer texts (duplicates kept, as the official script)."""
     return {e.id: [text for text, _ in e.answers] for e in examples}
+
+
+def read_gold(path: str | Path) -> dict[str, list[str]]:
+    """Question id -> answer texts of a SQuAD v1.1 file, read as the official script reads it: the
+    texts alone, so that any file it scores scores here (training reads files strictly, checking
+    answer starts and titles: readers.read_squad).
+
+    Raises:
+        UserError: the file lacks the data / paragraphs / qas / answers structure (named).
+    """
+    data = read_json(path)
+    try:
+        return {
+            qa["id"]: [answer["text"] for answer in qa["answers"]]
+            for article in data["data"]
+            for paragraph in article["paragraphs"]
+            for qa in paragraph["qas"]
+        }
+    except (KeyError, TypeError) as err:
+        raise UserError(f"{path}: not a SQuAD v1.1 file ({type(err).__name__}: {err})") from None
 
 
 def evaluate(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str]) -> dict[str, float]:
@@ -108,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("predictions", help="a JSON object of question id -> predicted text (plain or .gz)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    scores = evaluate(gold_answers(read_squad(args.dataset)), read_predictions(args.predictions))
+    scores = evaluate(read_gold(args.dataset), read_predictions(args.predictions))
     print(json.dumps(scores))
 
 

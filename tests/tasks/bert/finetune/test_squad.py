@@ -74,6 +74,24 @@ def test_command_prints_the_official_json(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == evaluate(GOLD, PREDICTIONS)
 
 
+def test_command_scores_any_file_the_official_script_scores(tmp_path, capsys):
+    """The scorer reads answer texts alone: starts that miss and a repeated title (which training
+    refuses) change nothing, as in evaluate-v1.1.py."""
+    dataset = _dataset()
+    for qa in dataset["data"][0]["paragraphs"][0]["qas"]:
+        for answer in qa["answers"]:
+            answer["answer_start"] += 1
+    dataset["data"].append({"title": "T", "paragraphs": []})
+    (tmp_path / "dev.json").write_text(json.dumps(dataset))
+    (tmp_path / "pred.json").write_text(json.dumps(PREDICTIONS))
+    main([str(tmp_path / "dev.json"), str(tmp_path / "pred.json")])
+    assert json.loads(capsys.readouterr().out) == evaluate(GOLD, PREDICTIONS)
+    (tmp_path / "bad.json").write_text(json.dumps({"data": [{"title": "T"}]}))
+    with pytest.raises(SystemExit) as info:
+        main([str(tmp_path / "bad.json"), str(tmp_path / "pred.json")])
+    assert info.value.code == 2 and "bad.json: not a SQuAD v1.1 file" in capsys.readouterr().err
+
+
 def test_command_refuses_bad_predictions_in_one_line(tmp_path, capsys):
     (tmp_path / "dev.json").write_text(json.dumps(_dataset()))
     (tmp_path / "pred.json").write_text(json.dumps({"q1": ["Broncos"]}))
