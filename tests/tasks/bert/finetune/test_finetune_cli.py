@@ -48,6 +48,8 @@ TEXTS = {
     "span": [("who founded the town ?", "the town was founded by kalo in 1820 ."),
              ("what did the ship carry ?", "the ship carried coal from the bay .")],
 }  # fmt: skip
+# Text the built-in set never shows: capitals, accents, digits, punctuation, other scripts.
+UNSEEN = ("The Town of ZÜRICH lies on the Limmat, near Café Odéon!", "naïve 1820s résumé — 東京?")
 HF_CLASSES = {
     "classify": AutoModelForSequenceClassification,
     "tag": AutoModelForTokenClassification,
@@ -135,7 +137,8 @@ def test_export_loads_in_transformers_with_our_logits(run_dir, tmp_path):
     hf = HF_CLASSES[head].from_pretrained(out, attn_implementation="sdpa").eval()
     tokenizer = BertTokenizerFast.from_pretrained(out)
     batch = tokenizer(*zip(*TEXTS[head]), padding=True, return_tensors="pt")
-    assert batch["input_ids"][0, 1:-1].tolist()[:3] == ours.tokenizer.encode(TEXTS[head][0][0])[:3]
+    for text in (*(texts[0] for texts in TEXTS[head]), *UNSEEN):  # the whole encoding, any text
+        assert tokenizer(text, add_special_tokens=False)["input_ids"] == ours.tokenizer.encode(text), text
     mask = batch["attention_mask"].bool()
     with torch.no_grad():
         expected = ours.model(batch["input_ids"], batch["token_type_ids"], mask)
