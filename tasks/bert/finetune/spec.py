@@ -11,6 +11,7 @@ three heads: what differs is picked by the run's `head` (tasks.bert.finetune.hea
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,8 +232,8 @@ class FinetuneSpec(TaskSpec):
             f"{options.split} ({cfg.head}; {describe(cfg, options.split)}: {len(examples):,} examples): "
             f"{heads.summary(cfg.head, found)}{caveat}  ({loaded.trained.path}{_others(loaded)})"
         )
-        if cfg.head == "span":  # the best answer's text
-            lines = [f"{e.id}\t{p[0][0]}" for e, p in zip(examples, predictions)]
+        if cfg.head == "span":  # the official predictions file: question id -> the best answer's text
+            lines = [json.dumps({e.id: p[0][0] for e, p in zip(examples, predictions)}, ensure_ascii=False)]
         else:
             lines = [heads.show(cfg.head, p, as_json=False) for p in predictions]
         return Evaluation({"head": cfg.head, "examples": len(examples), **found}, summary, lines)
