@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -258,7 +258,8 @@ class GPTSpec(TaskSpec):
 
     # attention
     def attention(self, loaded: LoadedGPT, lines: list[str], output: Path, options: GPTOptions) -> str:
-        (prompt,) = prompts_of(loaded, lines[:1], options)
+        # Nothing is generated: the prompt keeps the whole context, not room for max_new_tokens.
+        (prompt,) = prompts_of(loaded, lines[:1], replace(options, max_new_tokens=0))
         device = next(loaded.model.parameters()).device
         with attention_maps(loaded.model) as maps:
             loaded.model(torch.tensor([prompt], device=device))

@@ -13,11 +13,14 @@ import torch
 from transformers import GPT2LMHeadModel, GPT2TokenizerFast
 
 from tasks.gpt import generate, train
+from tasks.gpt import spec as spec_module
 from tasks.gpt.config import GPTConfig
 from tasks.gpt.data import load_texts, token_stream
 from tasks.gpt.spec import GPTOptions, GPTSpec
 from zoo.config import load_config
+from zoo.convert.hf_gpt2 import hf_model_of
 from zoo.decode import generate as zoo_generate
+from zoo.plot import plot_self_attention
 from zoo.train import load_trained
 from zoo.verbs.cli import run_verb
 
@@ -222,14 +225,30 @@ def test_export_hf_loads_in_transformers_with_equal_logits(run_dir, tmp_path):
     assert tokenizer.encode("Kalo lies") == loaded.tokenizer.encode("Kalo lies")
 
 
-def test_attention_draws_every_layer_and_head(run_dir, tmp_path):
+def test_attention_draws_every_layer_and_head(run_dir, tmp_path, monkeypatch):
+    """The picture holds the prompt's tokens and every layer's and head's attention weights:
+    Hugging Face's GPT-2 with the run's weights returns the same ones (output_attentions)."""
+    drawn = {}
+
+    def plot(weights, tokens, output, **kwargs):
+        drawn.update(weights=weights, tokens=tokens)
+        plot_self_attention(weights, tokens, output, **kwargs)
+
+    monkeypatch.setattr(spec_module, "plot_self_attention", plot)
     out = tmp_path / "attention.png"
-    run_verb(
-        GPTSpec(),
-        "attention",
-        [str(run_dir), f"--output={out}", f"--input={_file(tmp_path, 'The town of Kalo')}"],
-    )
+    text = "The town of Kalo"
+    run_verb(GPTSpec(), "attention", [str(run_dir), f"--output={out}", f"--input={_file(tmp_path, text)}"])
     assert out.stat().st_size > 1000
+    loaded = GPTSpec().load([load_trained(run_dir, GPTConfig)], GPTOptions(run=str(run_dir)))
+    ids = loaded.tokenizer.encode(text)
+    assert "".join(drawn["tokens"]) == text and len(drawn["tokens"]) == len(ids)
+    hf = hf_model_of(loaded.model)
+    hf.config._attn_implementation = "eager"  # the implementation that returns the weights
+    with torch.no_grad():
+        expected = torch.cat(
+            hf(torch.tensor([ids]), output_attentions=True).attentions
+        )  # (layers, heads, T, T)
+    torch.testing.assert_close(drawn["weights"], expected, atol=1e-5, rtol=1e-5)
 
 
 def _file(folder: Path, text: str) -> Path:
