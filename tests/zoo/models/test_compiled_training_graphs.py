@@ -9,6 +9,7 @@ import torch._dynamo as dynamo
 
 from zoo.models import ModelConfig, build_model
 from zoo.models.gpt import GPTModelConfig, build_gpt
+from zoo.models.vit import ViT
 
 
 def one_graph(fn, *args) -> None:
@@ -35,3 +36,11 @@ def test_the_gpt_training_loss_is_one_graph():
     targets = ids.roll(-1, 1)
     targets[:, -1] = -100
     one_graph(lambda: model(ids, targets).loss)
+
+
+def test_the_vit_training_forward_is_one_graph():
+    torch.manual_seed(0)
+    model = ViT(image_size=16, patch_size=4, in_chans=3, num_classes=5, dim=32, encoder_layers=1, num_heads=2,
+                ffn_dim=64, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25)).train()  # fmt: skip
+    images, labels = torch.rand(2, 3, 16, 16), torch.tensor([1, 4])
+    one_graph(lambda: torch.nn.functional.cross_entropy(model(images), labels, label_smoothing=0.1))
