@@ -166,7 +166,10 @@ class GPTSpec(TaskSpec):
             )
         texts = load_texts(data, options.split)
         ids = [loaded.tokenizer.eot_id, *token_stream(texts, loaded.tokenizer).tolist()]
-        return f"{data.source} {options.split}", ids, "".join(texts), None
+        # Words of raw text: whitespace-separated, punctuation attached (WikiText's tokenized files
+        # split it off, so their count is larger for the same text).
+        words = sum(len(text.split()) for text in texts)
+        return f"{data.source} {options.split}", ids, "".join(texts), words
 
     def calibration_examples(self, loaded: LoadedGPT, options: GPTOptions) -> list[str]:
         if loaded.recipe is None:

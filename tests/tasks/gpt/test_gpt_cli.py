@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,14 @@ def test_evaluate_of_one_window_is_the_cross_entropy_of_the_held_out_ids(run_dir
     assert record["tokens"] == 19
     assert record["loss"] == pytest.approx(nll.item(), rel=1e-5)
     assert record["ppl"] == pytest.approx(nll.exp().item(), rel=1e-5)
+
+
+def test_evaluate_scores_the_runs_own_split_per_word(run_dir):
+    record = run_verb(GPTSpec(), "evaluate", [str(run_dir), "--split=valid", "--json"])
+    loaded = GPTSpec().load([load_trained(run_dir, GPTConfig)], GPTOptions(run=str(run_dir)))
+    words = sum(len(text.split()) for text in load_texts(loaded.recipe.data, "valid"))
+    assert record["words"] == words
+    assert record["word_ppl"] == pytest.approx(math.exp(record["loss"] * record["tokens"] / words), rel=1e-6)
 
 
 def test_evaluate_scores_wikitext_per_word(run_dir, tmp_path):
