@@ -154,3 +154,22 @@ def test_from_path_errors_are_one_line(tmp_path: Path):
         ByteBPETokenizer.from_gpt2_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
     with pytest.raises(UserError, match="at least 257"):
         ByteBPETokenizer.train(["text"], 200)
+
+
+@pytest.mark.data
+def test_ids_equal_gpt2_tokenizer_fast_on_real_text(data_dir: Path, tmp_path: Path):
+    """The same parity on real English Wikipedia text, non-ASCII included, with a vocabulary of
+    GPT-2's kind (thousands of merges) trained on other documents of the same file."""
+    documents = (data_dir / "enwiki-extract" / "wiki_29").read_text(encoding="utf-8").split("</doc>")[:-1]
+    held_out = documents[-8:]
+    assert any(not text.isascii() for text in held_out)
+    trained = ByteBPETokenizer.train(documents[:-8], 4000)
+    trained.save_hf_files(tmp_path / "hf", max_len=1024)
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copy(tmp_path / "hf" / name, gpt2 / name)
+    ours = ByteBPETokenizer.from_gpt2_files(gpt2 / "vocab.json", gpt2 / "merges.txt")
+    theirs = GPT2TokenizerFast.from_pretrained(gpt2)
+    for text in held_out:
+        assert ours.encode(text) == theirs(text)["input_ids"]
