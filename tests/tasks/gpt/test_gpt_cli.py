@@ -20,6 +20,7 @@ from tasks.gpt.data import load_texts, token_stream
 from tasks.gpt.spec import GPTOptions, GPTSpec
 from zoo.config import load_config
 from zoo.convert.hf_gpt2 import hf_model_of
+from zoo.decode import GenerationConfig
 from zoo.decode import generate as zoo_generate
 from zoo.plot import plot_self_attention
 from zoo.train import load_trained
@@ -232,6 +233,23 @@ def test_export_hf_loads_in_transformers_with_equal_logits(run_dir, tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(loaded.model(ids), hf(ids).logits, atol=1e-4, rtol=1e-4)
     assert tokenizer.encode("Kalo lies") == loaded.tokenizer.encode("Kalo lies")
+
+
+def test_export_ctranslate2_generates_as_the_run_does(run_dir, tmp_path):
+    """`export --format ctranslate2`: CTranslate2's Generator continues a prompt greedily with the
+    run's own greedy ids (the prompt's tokens given as the exported vocabulary's strings)."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    out = tmp_path / "ct2"
+    run_verb(GPTSpec(), "export", [str(run_dir), "--format=ctranslate2", f"--output={out}"])
+    loaded = GPTSpec().load([load_trained(run_dir, GPTConfig)], GPTOptions(run=str(run_dir)))
+    prompt = loaded.tokenizer.encode("The town of")
+    config = GenerationConfig(max_new_tokens=8, min_new_tokens=8, eos_id=loaded.tokenizer.eot_id)
+    [expected] = zoo_generate(loaded.model, [prompt], config)
+    vocabulary = json.loads((out / "vocabulary.json").read_text())
+    engine = ctranslate2.Generator(str(out), intra_threads=1)
+    [result] = engine.generate_batch([[vocabulary[i] for i in prompt]], max_length=8, min_length=8,
+                                     sampling_topk=1, include_prompt_in_result=False)  # fmt: skip
+    assert result.sequences_ids[0] == expected
 
 
 def test_attention_draws_every_layer_and_head(run_dir, tmp_path, monkeypatch):
