@@ -52,7 +52,10 @@ def _read_file(cfg: FinetuneConfig, name: str, labels: list[str] | None) -> list
     d = cfg.data
     path = under_data_dir(d.data_dir, name)
     if cfg.head == "classify":
-        return _read_tsv(cfg, name, labels if labels is not None else (d.labels or None))
+        return read_labelled_tsv(
+            path, text_columns=d.text_columns, label_column=d.label_column,
+            labels=labels if labels is not None else (d.labels or None),
+        )[0]  # fmt: skip
     if cfg.head == "tag":
         return read_conll(path, word_column=d.word_column, tag_column=d.tag_column)
     return read_squad(path)
@@ -66,14 +69,6 @@ def _split_train(cfg: FinetuneConfig) -> tuple[list, list]:
     if cfg.head == "classify" and d.dev_min_words:
         return carve_sentence_dev(_read_file(cfg, d.train, None), d.dev_size, d.dev_seed, d.dev_min_words)
     return carve_dev(_read_file(cfg, d.train, None), d.dev_size, d.dev_seed)
-
-
-def _read_tsv(cfg: FinetuneConfig, name: str, labels: list[str] | None) -> list[Example]:
-    d = cfg.data
-    return read_labelled_tsv(
-        under_data_dir(d.data_dir, name), text_columns=d.text_columns, label_column=d.label_column,
-        labels=labels,
-    )[0]  # fmt: skip
 
 
 def describe(cfg: FinetuneConfig, split: str) -> str:
