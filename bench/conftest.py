@@ -1,11 +1,14 @@
 """pytest-benchmark peer benches: zoo and each peer it is measured against in one group.
 
     python -m pytest bench --benchmark-only [--bench-threads 1] [--bench-preset FAMILY=NAME ...]
-        [--bench-precision fp32 --bench-precision bf16] [--benchmark-min-rounds 5]
+        [--bench-precision fp32 --bench-precision bf16] [--bench-run translation=RUN]
+        [--benchmark-min-rounds 5]
         [--benchmark-save NAME | --benchmark-json FILE] [--benchmark-compare]
 
 The contenders are the ones the shims (`python -m bench.translation_speed`, ...) build, each
-model pair built once per module. Every measured call goes through the `measure` fixture: group
+model pair built once per module. `--bench-run translation=runs/NAME` adds the benches on a
+trained run (its weights, its real test set, real early stopping); without it they skip. Every
+measured call goes through the `measure` fixture: group
 "<family> <what> <precision> t=<threads>", extra_info naming the engine and the units (tokens,
 images) one call processes, `pedantic` with --benchmark-min-rounds rounds after one warmup round.
 `python -m bench.benchmark_report FILE.json` turns the JSON into ratio tables.
@@ -36,16 +39,22 @@ DEFAULT_PRESETS = {
     "vit": "small",
 }
 PRECISIONS = ("fp32", "bf16")
+TRAINED_FAMILIES = ("translation",)
 PEER_PACKAGES = ("torch", "transformers", "ctranslate2", "timm")
 
 
-def family_preset(value: str) -> tuple[str, str]:
-    family, sep, name = value.partition("=")
-    if not sep or family not in DEFAULT_PRESETS:
-        raise argparse.ArgumentTypeError(
-            f"{value!r}: expected FAMILY=PRESET with FAMILY one of {', '.join(DEFAULT_PRESETS)}"
-        )
-    return family, name
+def family_value(what: str, families: tuple[str, ...]) -> Callable[[str], tuple[str, str]]:
+    """The parser of a FAMILY=WHAT option."""
+
+    def parse(value: str) -> tuple[str, str]:
+        family, sep, name = value.partition("=")
+        if not sep or family not in families:
+            raise argparse.ArgumentTypeError(
+                f"{value!r}: expected FAMILY={what} with FAMILY one of {', '.join(families)}"
+            )
+        return family, name
+
+    return parse
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,11 +62,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-threads", type=int, default=1, help="torch CPU threads (and CTranslate2's)")
     group.addoption(
         "--bench-preset",
-        type=family_preset,
+        type=family_value("PRESET", tuple(DEFAULT_PRESETS)),
         action="append",
         default=[],
         metavar="FAMILY=PRESET",
         help=f"a shim's preset for one family (defaults: {DEFAULT_PRESETS}); repeatable",
+    )
+    group.addoption(
+        "--bench-run",
+        type=family_value("RUN", TRAINED_FAMILIES),
+        action="append",
+        default=[],
+        metavar="FAMILY=RUN",
+        help="a trained run the family's benches decode with (translation: beam 4 on its test set); "
+        "without it those benches skip",
     )
     group.addoption(
         "--bench-precision",
@@ -125,17 +143,32 @@ def preset_of(pytestconfig: pytest.Config) -> Callable[[str, dict], str]:
     return preset
 
 
+@pytest.fixture(scope="session")
+def run_of(pytestconfig: pytest.Config) -> Callable[[str], str]:
+    """The trained run --bench-run names for a family; the asking test skips where none does."""
+    runs = dict(pytestconfig.getoption("bench_run"))
+
+    def run(family: str) -> str:
+        if family not in runs:
+            pytest.skip(f"no trained run: pass --bench-run {family}=runs/NAME")
+        return runs[family]
+
+    return run
+
+
 @pytest.fixture
 def measure(benchmark, bench_threads: int, pytestconfig: pytest.Config):
     """`measure(fn, what, engine, per_call, ...)` times `fn` with pytest-benchmark in the group
-    "<what> <precision> t=<threads>" (`what` starts with the family) and returns its last result."""
+    "<what> <precision> t=<threads>" (`what` starts with the family) and returns its last result.
+    `per_call` None: the units are what `fn` returns (tokens an engine generated on real text,
+    where each engine stops on its own), checked equal in every round."""
     rounds = pytestconfig.getoption("benchmark_min_rounds")
 
     def run(
         fn: Callable[[], object],
         what: str,
         engine: str,
-        per_call: int,
+        per_call: int | None,
         *,
         unit: str = "tokens",
         precision: str = "fp32",
@@ -145,6 +178,17 @@ def measure(benchmark, bench_threads: int, pytestconfig: pytest.Config):
         benchmark.extra_info.update(
             engine=engine, per_call=per_call, unit=unit, precision=precision, preset=preset
         )
-        return benchmark.pedantic(fn, rounds=rounds, warmup_rounds=1)
+        if per_call is not None:
+            return benchmark.pedantic(fn, rounds=rounds, warmup_rounds=1)
+        units: list[int] = []
+
+        def counted() -> int:
+            units.append(fn())
+            return units[-1]
+
+        result = benchmark.pedantic(counted, rounds=rounds, warmup_rounds=1)
+        assert len(set(units)) == 1, f"{engine} gave {sorted(set(units))} units in different rounds"
+        benchmark.extra_info["per_call"] = result
+        return result
 
     return run

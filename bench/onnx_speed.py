@@ -9,6 +9,9 @@ the same weights, timed in one interleaved run.
   limit (source length + 50); the ids are checked equal. Sentences/s.
 - bert: the encoder's forward (hidden states and pooled state) of a BERT-Mini-sized model on
   128-token batches, 10% of the rows shorter (padded). Real tokens/s.
+- vit and gpt (under pytest-benchmark only, bench/test_onnx_speed.py): the ViT `small` preset's
+  forward on a batch of 64 images (images/s), and the GPT `micro` preset's forward of 8 prompts of
+  64 ids with no past (the prefill of generation; tokens/s).
 
 Both libraries get `--threads` intra-op threads. Ratios are ONNX Runtime / zoo.
 Writes OUT/onnx_speed.{json,md} (OUT: runs/bench unless --out says bench/results).
@@ -25,19 +28,33 @@ import onnxruntime
 import torch
 
 from bench.bert_speed import pretraining_batch
+from bench.gpt_speed import PRESETS as GPT_PRESETS
+from bench.gpt_speed import models as gpt_models
+from bench.gpt_speed import random_prompts
 from bench.output import add_out_option
 from bench.timing import cpu_model, interleaved_medians, run_meta
 from bench.translation_speed import PRESETS, build_ours, random_batch
-from zoo.convert.onnx.export import MODEL, export_bert, export_translation
+from bench.vit_speed import PRESETS as VIT_PRESETS
+from zoo.convert.onnx.export import (
+    MODEL,
+    export_bert,
+    export_gpt,
+    export_translation,
+    export_vit,
+    layer_names,
+)
+from zoo.convert.onnx.graphs import GPTStep
 from zoo.convert.onnx.runtime import OnnxSeq2Seq, session
 from zoo.data.special import SPECIAL_IDS
 from zoo.decode import greedy_search
 from zoo.models.bert import Bert
+from zoo.models.vit import ViT
 
 TRANSLATION = PRESETS["small"]  # 3 + 3 layers, D 256, 8,000 tokens; 32 sources of 30 tokens
 EXTRA_LEN = 50
 BERT_MINI = dict(vocab_size=16384, dim=256, num_layers=4, num_heads=4, ffn_dim=1024)
 BERT_BATCH = 32
+VIT, GPT, GPT_BATCH = "small", "micro", 8
 
 
 def translation_contenders(directory: Path, threads: int) -> tuple[dict, int, bool]:
@@ -75,6 +92,46 @@ def bert_contenders(directory: Path, threads: int) -> tuple[dict, int]:
         model.pool(model.encode(b["ids"], b["types"], b["mask"]))
 
     return {"zoo": zoo, "onnxruntime": lambda: graph.run(None, feeds)}, int(b["mask"].sum())
+
+
+def vit_contenders(directory: Path, threads: int) -> tuple[dict, int]:
+    """zoo's and ONNX Runtime's ViT forward (images -> logits) of one batch, and its images."""
+    spec = dict(VIT_PRESETS[VIT])
+    batch = spec.pop("batch")
+    torch.manual_seed(0)
+    model = ViT(
+        image_size=spec["img_size"], patch_size=spec["patch_size"], in_chans=3, num_classes=10,
+        dim=spec["embed_dim"],
+        encoder_layers=spec["depth"], num_heads=spec["num_heads"], ffn_dim=4 * spec["embed_dim"],
+    ).eval()  # fmt: skip
+    export_vit(model, directory)
+    graph = session(directory / MODEL, threads=threads)
+    images = torch.rand(batch, 3, spec["img_size"], spec["img_size"])
+
+    @torch.inference_mode()
+    def zoo() -> None:
+        model(images)
+
+    return {"zoo": zoo, "onnxruntime": lambda: graph.run(None, {"images": images.numpy()})}, batch
+
+
+def gpt_contenders(directory: Path, threads: int) -> tuple[dict, int]:
+    """zoo's and ONNX Runtime's GPT forward of GPT_BATCH prompts with no past (logits and the
+    present keys/values: the exported module, run eagerly by zoo), and the prompt tokens."""
+    model = gpt_models(GPT, GPT_PRESETS[GPT].vocab)[0]
+    export_gpt(model, directory)
+    graph = session(directory / MODEL, threads=threads)
+    ids = torch.tensor(random_prompts(GPT_PRESETS[GPT], GPT_BATCH))
+    attn = model.blocks.layers[0].self_attn
+    empty = torch.zeros(GPT_BATCH, attn.num_heads, 0, attn.head_dim)
+    feeds = {"ids": ids.numpy(), **dict.fromkeys(layer_names("past", model.num_layers), empty.numpy())}
+    step, past = GPTStep(model), [(empty, empty)] * model.num_layers
+
+    @torch.inference_mode()
+    def zoo() -> None:
+        step(ids, past)
+
+    return {"zoo": zoo, "onnxruntime": lambda: graph.run(None, feeds)}, ids.numel()
 
 
 def write(results: dict, out: Path) -> None:

@@ -250,6 +250,28 @@ class Table:
         return markdown(records, list(self.columns))
 
 
+def benchmarked(*files: str, groups: tuple[str, ...]) -> Callable[[Path], list[str]]:
+    """The rows of pytest-benchmark files (`pytest bench --benchmark-only --benchmark-json`) whose
+    group starts with one of `groups` (`translation beam4`), rendered as `bench.benchmark_report`
+    renders a family's page (its own renderer, so the two cannot differ); the group names the
+    threads, which tell the files of one machine apart."""
+
+    def render(results: Path) -> list[str]:
+        from bench.benchmark_report import records, table, timings
+
+        rows = []
+        for name in files:
+            data = json.loads((results / name).read_text())
+            chosen = [t for t in timings(data) if t.group.startswith(groups)]
+            if not chosen:
+                raise LookupError(f"{name}: no benchmark group starts with {' or '.join(groups)}")
+            for family in records(chosen).values():
+                rows += family
+        return table(rows)
+
+    return render
+
+
 def _layers(results: Path) -> list[str]:
     """Table 1 as `bench.layers` writes it (its own renderer, so the two cannot differ)."""
     from bench.layers.report import _compact_table  # imports torch: only when this table is asked

@@ -1,7 +1,11 @@
 """Translation under pytest-benchmark (bench/conftest.py): beam 4 on random weights decoded to the
 length limit, zoo against Hugging Face `generate` and CTranslate2 fp32 running zoo's weights, and
-zoo's int8 (zoo.quantize) against CTranslate2's int8 on the same weights; a training step, zoo
+zoo's int8 (zoo.quantize) against CTranslate2's int8 on the same weights; with --bench-run
+translation=RUN the same engines on a trained run's test set, where each stops on its own (zoo
+under its exact stopping rule, and with patience 1, CTranslate2's rule); a training step, zoo
 against MarianMTModel. The contenders of bench.translation_speed."""
+
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,7 @@ from bench.translation_speed import (  # noqa: E402
     PRESETS,
     full_length_tokens,
     random_contenders,
+    trained_contenders,
     training_contenders,
 )
 
@@ -27,6 +32,13 @@ def preset(preset_of) -> str:
 def decoders(preset: str, bench_threads: int, tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("ct2") / "model"
     return random_contenders(PRESETS[preset], folder, bench_threads, int8=True)
+
+
+@pytest.fixture(scope="module")
+def trained_decoders(run_of, bench_threads: int, tmp_path_factory) -> tuple[dict, dict]:
+    run, folder = run_of("translation"), tmp_path_factory.mktemp("ct2") / "model"
+    decoders, setup = trained_contenders(run, folder, bench_threads, int8=True)
+    return decoders, {**setup, "run": Path(run).name}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +69,26 @@ def test_beam(measure, decoders: dict, preset: str, engine: str, arithmetic: str
         preset=preset,
     )
     assert tokens == to_the_limit  # every engine did the same work: no row ended early
+
+
+# No `generate`: Marian cannot run zoo's trained weights.
+TRAINED_ENGINES = [
+    ("zoo", "fp32"),
+    ("zoo_patience1", "fp32"),
+    ("ct2_fp32", "fp32"),
+    ("zoo_int8", "int8"),
+    ("ct2_int8", "int8"),
+]
+
+
+@pytest.mark.parametrize("engine, arithmetic", TRAINED_ENGINES)
+def test_beam_trained(measure, trained_decoders: tuple[dict, dict], engine: str, arithmetic: str) -> None:
+    decoders, setup = trained_decoders
+    sentences = setup["sentences"]
+    tokens = measure(
+        decoders[engine], "translation beam4-trained", engine, None, precision=arithmetic, preset=setup["run"]
+    )
+    assert sentences <= tokens <= sentences * 256  # every sentence ended, within the length limit
 
 
 @pytest.mark.parametrize("library", ["zoo", "marian"])

@@ -414,20 +414,22 @@ def test_sources(run: str) -> tuple:
 
 def trained_decode(run: str):
     """The run's translator, zoo's beam search over the test set as a function of the patience
-    (0 = the exact stopping rule) returning a callable that returns its generated tokens, the
-    sources as pieces, and the test set's name."""
+    (0 = the exact stopping rule) and of the weights (the run's model unless given: a quantized
+    copy) returning a callable that returns its generated tokens, the sources as pieces, and the
+    test set's name."""
     from tasks.translation.task import translate_ids
 
     translator, sources, name = test_sources(run)
     model, tokenizer = translator.model.eval(), translator.tokenizer
 
-    def zoo(patience: float = 0.0):
+    def zoo(patience: float = 0.0, weights: torch.nn.Module = model):
         decode = replace(translator.trained.cfg.decode, alpha=ALPHA, patience=patience)
 
         def run() -> int:
             with torch.inference_mode():
                 return sum(
-                    len(h) + 1 for h in translate_ids(model, sources, decode, beam_size=BEAM, max_tokens=4096)
+                    len(h) + 1
+                    for h in translate_ids(weights, sources, decode, beam_size=BEAM, max_tokens=4096)
                 )
 
         return run
@@ -435,13 +437,15 @@ def trained_decode(run: str):
     return translator, zoo, [tokenizer.pieces(ids) for ids in sources], name
 
 
-def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
-    """zoo and CTranslate2 with the run's weights, real early stopping, real test sentences."""
+def trained_contenders(run: str, folder: Path, threads: int, *, int8: bool = False) -> tuple[dict, dict]:
+    """zoo (the exact stopping rule, and patience 1) and CTranslate2 (fp32, int8) with the run's
+    weights on its real test sentences: callables that return the tokens they generated, and
+    what they decode. `int8`: zoo's int8 linears (zoo.quantize, on a copy) too, as `zoo_int8`."""
     translator, zoo, source_pieces, name = trained_decode(run)
     model, tokenizer = translator.model, translator.tokenizer
     pieces = tokenizer.pieces(range(tokenizer.vocab_size))
     m = translator.trained.cfg.model
-    rows = {
+    setup = {
         "test_set": name,
         "sentences": len(source_pieces),
         "step": translator.trained.step,
@@ -449,18 +453,28 @@ def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
         f"{m.num_heads} heads, vocab {tokenizer.vocab_size}, "
         f"{'pre' if m.pre_norm else 'post'}-norm",
     }
+    fns = {
+        "zoo": zoo(),
+        "zoo_patience1": zoo(patience=1.0),
+        "ct2_fp32": ct2_beam(ct2_translator(model, pieces, folder, threads, "float32"), source_pieces),
+        "ct2_int8": ct2_beam(ct2_translator(model, pieces, folder, threads, "int8"), source_pieces),
+    }
+    if int8:
+        fns["zoo_int8"] = zoo(weights=quantize_int8(copy.deepcopy(model)))
+    return fns, setup
+
+
+def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
+    """zoo and CTranslate2 with the run's weights, real early stopping, real test sentences."""
+    rows: dict = {}
     for n in threads:
         torch.set_num_threads(n)
-        fns = {
-            "zoo": zoo(),
-            "zoo_patience1": zoo(patience=1.0),
-            "ct2_fp32": ct2_beam(ct2_translator(model, pieces, folder, n, "float32"), source_pieces),
-            "ct2_int8": ct2_beam(ct2_translator(model, pieces, folder, n, "int8"), source_pieces),
-        }
+        fns, setup = trained_contenders(run, folder, n)
         speed, tokens = timed(fns, repeats)
+        rows |= setup
         rows[n] = {
             "tokens_per_s": speed,
-            "mean_length": {k: v / len(source_pieces) for k, v in tokens.items()},
+            "mean_length": {k: v / setup["sentences"] for k, v in tokens.items()},
         }
     return rows
 
