@@ -23,12 +23,13 @@ from collections.abc import Callable
 
 import torch
 import transformers
-from torch import nn
+from torch import Tensor, nn
 
 from bench.optimizers import hf_trainer_optimizer, zoo_optimizer
 from bench.tables import RATIO, Column, markdown
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from tasks.bert.finetune import heads
+from tasks.bert.finetune.config import DistillConfig
 from tasks.bert.finetune.data import IGNORE, Batch
 from zoo.convert.hf_bert import config_from_hf
 from zoo.convert.hf_bert_heads import build_head, head_state_from_hf
@@ -75,20 +76,21 @@ def batch_of(head: str, device: torch.device) -> Batch:
     return Batch(ids.to(device), types.to(device), mask.to(device), labels.to(device))
 
 
-def _zoo_step(head: str, model: nn.Module, b: Batch, optimizer, autocast: bool) -> Callable[[], None]:
-    units = heads.units(head, b)["loss"]
+def _zoo_step(head: str, model: nn.Module, b: Batch, optimizer, autocast: bool) -> Callable[[], Tensor]:
+    units, plain = heads.units(head, b)["loss"], DistillConfig()  # no teacher: the plain loss
 
-    def step() -> None:
+    def step() -> Tensor:
         with torch.autocast(b.input_ids.device.type, dtype=torch.bfloat16, enabled=autocast):
-            loss = heads.terms(head, heads.forward(model, b), b)["loss"].loss / units
+            loss = heads.terms(head, heads.forward(model, b), b, plain)["loss"].loss / units
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
 
     return step
 
 
-def _hf_step(head: str, model: nn.Module, b: Batch, optimizer, autocast: bool) -> Callable[[], None]:
+def _hf_step(head: str, model: nn.Module, b: Batch, optimizer, autocast: bool) -> Callable[[], Tensor]:
     inputs = dict(
         input_ids=b.input_ids, token_type_ids=b.token_type_ids, attention_mask=b.attention_mask.long()
     )
@@ -97,12 +99,13 @@ def _hf_step(head: str, model: nn.Module, b: Batch, optimizer, autocast: bool) -
     else:
         inputs.update(labels=b.labels)
 
-    def step() -> None:
+    def step() -> Tensor:
         with torch.autocast(b.input_ids.device.type, dtype=torch.bfloat16, enabled=autocast):
             loss = model(**inputs).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
 
     return step
 
@@ -122,8 +125,8 @@ def models(preset: str, head: str) -> tuple[nn.Module, nn.Module]:
     return ours.train(), theirs.train()
 
 
-def contenders(preset: str, device: torch.device) -> dict[str, Callable[[], None]]:
-    """The timed steps, named HEAD/PRECISION/LIBRARY."""
+def contenders(preset: str, device: torch.device) -> dict[str, Callable[[], Tensor]]:
+    """The timed steps, named HEAD/PRECISION/LIBRARY; each returns its loss."""
     fns = {}
     for head in HEADS:
         ours, theirs = (m.to(device) for m in models(preset, head))
