@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from bench.output import add_out_option, write_record
-from bench.tables import TABLES
+from bench.tables import SHIM_TABLES
 from bench.timing import hardware, interleaved_medians
 from zoo.blocks import MultiHeadAttention, causal_mask
 
@@ -105,7 +105,7 @@ def page(record: dict, tag: str) -> list[str]:
         f"`{record['command']}` on {record['hardware']}, torch {record['torch']}. "
         "Ratio = torch time / zoo time (median of interleaved repeats).",
         "",
-        *TABLES["attention_speed"].render_file(record, f"attention_speed_{tag}.json"),
+        *SHIM_TABLES["attention_speed"].render_file(record, f"attention_speed_{tag}.json"),
     ]
 
 

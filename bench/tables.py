@@ -107,43 +107,6 @@ def _at(data: dict, path: str) -> dict:
     return data
 
 
-def decoding(data: dict, name: str) -> list[Record]:
-    """Beam-search benches: weights (`random`, `trained`) -> threads -> per-engine tokens/s and
-    mean lengths; ratios against `generate` and CTranslate2 fp32 where they ran. The bf16 runs,
-    interleaved apart, are compared with the zoo fp32 run of their own interleaving."""
-    records = []
-    for weights in ("random", "trained"):
-        for threads, run in data.get(weights, {}).items():
-            if not isinstance(run, dict) or "tokens_per_s" not in run:
-                continue
-            speed, length = run["tokens_per_s"], run["mean_length"]
-            for engine, tokens in speed.items():
-                records.append(
-                    {
-                        "weights": weights,
-                        "threads": threads,
-                        "engine": engine,
-                        "tokens_per_s": tokens,
-                        "mean_length": length[engine],
-                        "vs_generate": tokens / speed["generate"] if "generate" in speed else None,
-                        "vs_ct2": tokens / speed["ct2_fp32"] if "ct2_fp32" in speed else None,
-                    }
-                )
-            if "bf16" in run:
-                bf16 = run["bf16"]["tokens_per_s"]
-                records.append(
-                    {
-                        "weights": weights,
-                        "threads": threads,
-                        "engine": "zoo bf16 autocast (vs zoo fp32 of its own interleaving)",
-                        "tokens_per_s": bf16["zoo_bf16"],
-                        "mean_length": run["bf16"]["mean_length"]["zoo_bf16"],
-                        "vs_zoo_fp32": bf16["zoo_bf16"] / bf16["zoo"],
-                    }
-                )
-    return records
-
-
 def sections(data: dict, name: str) -> list[Record]:
     """GPU bench files: one `rows` list per model section (vit, bert, translation), each row a
     (mode, precision, library); zoo's rows get the ratio against the peer's row of the same step,
@@ -279,7 +242,11 @@ def _layers(results: Path) -> list[str]:
     return _compact_table(json.loads((results / "layers.json").read_text()))
 
 
-TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
+CPU_BENCHMARKS = ("benchmark_zen4/cpu_t1.json", "benchmark_zen4/cpu_t2.json")
+
+# The tables the shims (python -m bench.vit_speed, ...) write beside their own JSON: their
+# interleaved rounds, a cross-check of the pytest-benchmark figures on a shared machine.
+SHIM_TABLES: dict[str, Table] = {
     "attention_speed": Table(
         ("attention_speed_cpu_*.json",),
         listed(),
@@ -294,56 +261,6 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
             Column("torch ms", "torch_ms", "{:.2f}"),
             Column("ratio", "ratio", RATIO),
             Column("hardware", "hardware"),
-        ),
-    ),
-    "runner_overhead": Table(
-        ("runner_overhead.json",),
-        whole,
-        (
-            Column("runner ms/step", "runner_ms_per_step", "{:.2f}"),
-            Column("bare loop ms/step", "bare_ms_per_step", "{:.2f}"),
-            Column("overhead", "overhead", "{:+.1%}"),
-            Column("hardware", "hardware"),
-            Column("command", "command", "`{}`"),
-        ),
-    ),
-    "translation_speed": Table(
-        ("translation_ct2_process_multi30k/translation_speed.json",),
-        decoding,
-        (
-            Column("weights", "weights"),
-            Column("threads", "threads"),
-            Column("engine", "engine"),
-            Column("tokens/s", "tokens_per_s", RATE),
-            Column("mean length", "mean_length", "{:.1f}"),
-            Column("vs generate", "vs_generate", RATIO),
-            Column("vs CT2 fp32", "vs_ct2", RATIO),
-            Column("vs zoo fp32", "vs_zoo_fp32", RATIO),
-        ),
-    ),
-    "translation_train_speed": Table(
-        ("translation_train_speed_zen5.json",),
-        nested("train.threads", "threads", "precision"),
-        (
-            Column("threads", "threads"),
-            Column("precision", "precision"),
-            Column("target tokens", "train.tokens"),
-            Column("zoo tokens/s", "zoo_tokens_per_s", RATE),
-            Column("Marian tokens/s", "marian_tokens_per_s", RATE),
-            Column("ratio (target >= 1.2x)", "ratio", RATIO),
-        ),
-    ),
-    "cpu_linear": Table(
-        ("cpu_linear.json",),
-        listed(),
-        (
-            Column("rows", "rows"),
-            Column("in", "in"),
-            Column("out", "out"),
-            Column("pass", "pass"),
-            Column("torch (MKL) GFLOPS", "torch_gflops", "{:.0f}"),
-            Column("zoo (oneDNN) GFLOPS", "zoo_gflops", "{:.0f}"),
-            Column("ratio", "ratio", RATIO),
         ),
     ),
     "vit_speed": Table(
@@ -371,6 +288,44 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
             Column("ratio (target >= 1.2x)", "ratio", RATIO),
             Column("zoo, MLM head at every position", "zoo_every_position_tokens_per_s", RATE),
             Column("command", "command", "`{}`"),
+        ),
+    ),
+}
+
+TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
+    # The CPU peer comparisons: pytest-benchmark's JSON (bench/conftest.py), 1 and 2 threads.
+    "translation_speed": benchmarked(*CPU_BENCHMARKS, groups=("translation beam4",)),
+    "translation_train_speed": benchmarked(*CPU_BENCHMARKS, groups=("translation train",)),
+    "attention_speed": benchmarked(*CPU_BENCHMARKS, groups=("attention",)),
+    "vit_speed": benchmarked(*CPU_BENCHMARKS, groups=("vit train", "vit fwd+bwd", "vit infer")),
+    "bert_speed": benchmarked(*CPU_BENCHMARKS, groups=("bert pretrain", "bert finetune")),
+    "gpt_speed": benchmarked(*CPU_BENCHMARKS, groups=("gpt train", "gpt prefill b", "gpt greedy")),
+    "onnx_speed": benchmarked(
+        *CPU_BENCHMARKS,
+        groups=("translation greedy-onnx", "bert forward-onnx", "vit forward-onnx", "gpt prefill-onnx"),
+    ),
+    "runner_overhead": Table(
+        ("runner_overhead.json",),
+        whole,
+        (
+            Column("runner ms/step", "runner_ms_per_step", "{:.2f}"),
+            Column("bare loop ms/step", "bare_ms_per_step", "{:.2f}"),
+            Column("overhead", "overhead", "{:+.1%}"),
+            Column("hardware", "hardware"),
+            Column("command", "command", "`{}`"),
+        ),
+    ),
+    "cpu_linear": Table(
+        ("cpu_linear.json",),
+        listed(),
+        (
+            Column("rows", "rows"),
+            Column("in", "in"),
+            Column("out", "out"),
+            Column("pass", "pass"),
+            Column("torch (MKL) GFLOPS", "torch_gflops", "{:.0f}"),
+            Column("zoo (oneDNN) GFLOPS", "zoo_gflops", "{:.0f}"),
+            Column("ratio", "ratio", RATIO),
         ),
     ),
     "gpu_training": Table(

@@ -22,7 +22,7 @@ from torch import nn
 
 from bench.optimizers import timm_optimizer, zoo_optimizer
 from bench.output import publish
-from bench.tables import TABLES
+from bench.tables import SHIM_TABLES
 from bench.timing import interleaved_medians, peer_arguments, run_meta, synced
 from zoo.convert.timm_vit import vit_from_timm
 
@@ -161,7 +161,7 @@ def page(record: dict, repeats: int) -> list[str]:
         f"`{record['command']}` on {record['hardware']}, torch {record['torch']}, timm {record['timm']}.",
         f"Setup: {record['setup']}. Medians of {repeats} interleaved rounds.",
         "",
-        *TABLES["vit_speed"].render_file(record, "vit_speed.json"),
+        *SHIM_TABLES["vit_speed"].render_file(record, "vit_speed.json"),
     ]
 
 

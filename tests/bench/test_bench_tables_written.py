@@ -1,7 +1,8 @@
-"""The benches write their Markdown table as bench.tables renders their JSON for the docs: each
-bench's main() runs with its measurement replaced by made-up figures (nothing is timed), and the
-table in its NAME.md is the one the docs' renderer gives for its NAME.json (bench.gpu's decode
-tables: tests/bench/test_gpu_report.py)."""
+"""The benches write their Markdown table as bench.tables renders their JSON: each bench's main()
+runs with its measurement replaced by made-up figures (nothing is timed), and the table in its
+NAME.md is the one bench.tables gives for its NAME.json (the docs' tables for runner_overhead; the
+shims' own, SHIM_TABLES, for the peer shims whose docs tables come from pytest-benchmark; bench.gpu's
+decode tables: tests/bench/test_gpu_report.py)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,16 @@ from pathlib import Path
 import pytest
 
 from bench import attention_speed, bert_speed, runner_overhead, vit_speed
-from bench.tables import TABLES
+from bench.tables import SHIM_TABLES, TABLES
 
 
 def docs_table(name: str, json_path: Path, tmp_path: Path) -> list[str]:
-    """The table `name` of the docs, rendered from this one file (as bench.tables reads it)."""
+    """The table `name` (a shim's where it has one), rendered from this one file (as bench.tables
+    reads it)."""
     results = tmp_path / "results"
     results.mkdir(exist_ok=True)
     shutil.copy(json_path, results / json_path.name)
-    return dataclasses.replace(TABLES[name], files=(json_path.name,)).render(results)
+    return dataclasses.replace({**TABLES, **SHIM_TABLES}[name], files=(json_path.name,)).render(results)
 
 
 def assert_has_table(text: str, table: list[str]) -> None:

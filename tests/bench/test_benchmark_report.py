@@ -108,15 +108,22 @@ def test_a_file_that_is_not_pytest_benchmarks_is_one_line_and_exit_2(tmp_path: P
 RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
 
 
-@pytest.mark.parametrize("folder", ["", "benchmark_int8_onnx"])
-def test_the_recorded_tables_are_what_the_report_makes_of_their_json(folder, tmp_path, monkeypatch):
-    """The committed benchmark_<family>.md pages are regenerated from the committed JSON beside
-    them: a table edited by hand, or a report changed without rewriting them, fails here."""
-    results = RECORDED / folder
+@pytest.mark.parametrize(
+    "source, folder",
+    [
+        ("benchmark_cpu_t1.json", ""),
+        ("benchmark_int8_onnx/benchmark_cpu_t1.json", "benchmark_int8_onnx"),
+        ("benchmark_zen4/cpu_t1.json", "benchmark_zen4/t1"),
+        ("benchmark_zen4/cpu_t2.json", "benchmark_zen4/t2"),
+    ],
+)
+def test_the_recorded_tables_are_what_the_report_makes_of_their_json(source, folder, tmp_path, monkeypatch):
+    """The committed benchmark_<family>.md pages are regenerated from the committed JSON they
+    name: a table edited by hand, or a report changed without rewriting them, fails here."""
+    pages_at = RECORDED / folder
     monkeypatch.chdir(RECORDED.parents[1])  # the pages name the JSON by its path from the root
-    benchmark_report.main([str((results / "benchmark_cpu_t1.json").relative_to(RECORDED.parents[1])),
-                           "--out", str(tmp_path)])  # fmt: skip
+    benchmark_report.main([str((RECORDED / source).relative_to(RECORDED.parents[1])), "--out", str(tmp_path)])
     pages = sorted(p.name for p in tmp_path.glob("benchmark_*.md"))
-    assert pages and pages == sorted(p.name for p in results.glob("benchmark_*.md"))
+    assert pages and pages == sorted(p.name for p in pages_at.glob("benchmark_*.md"))
     for name in pages:
-        assert (tmp_path / name).read_text() == (results / name).read_text(), name
+        assert (tmp_path / name).read_text() == (pages_at / name).read_text(), name
