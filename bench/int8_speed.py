@@ -44,7 +44,8 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -158,10 +159,11 @@ def methods(repeats: int, compiled: bool) -> tuple[list[dict], str]:
     )
 
 
-@torch.no_grad()
-def bert(repeats: int) -> tuple[list[dict], str]:
-    """Seconds per forward of zoo's BERT encoder (float32, int8) and CTranslate2's Encoder
-    (float32, int8) on the same weights and batch, their agreement with zoo float32, and what ran."""
+@contextmanager
+def bert_contenders(threads: int) -> Iterator[tuple[dict, dict, dict]]:
+    """zoo's BERT encoder (float32, int8) and CTranslate2's Encoder (float32, int8, in processes
+    of their own, closed on exit) on the same weights and batch: the forwards, each one's hidden
+    states (its first call: also the warmup) and a short call of each (a primer)."""
     from bench.ct2_process import Remote
     from zoo.convert.ctranslate2_bert import write_ctranslate2_bert
     from zoo.convert.hf_bert import LoadedBert
@@ -177,7 +179,7 @@ def bert(repeats: int) -> tuple[list[dict], str]:
     ids = torch.randint(
         1000, MINILM["vocab_size"], (BATCH, LENGTH), generator=torch.Generator().manual_seed(0)
     )
-    id_rows, threads = ids.tolist(), torch.get_num_threads()
+    id_rows = ids.tolist()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "ct2"  # float32: the engine quantizes at load, as for the GPT rows
         write_ctranslate2_bert(LoadedBert(model, tokenizer, config, folder), folder)
@@ -186,32 +188,40 @@ def bert(repeats: int) -> tuple[list[dict], str]:
             for kind in ("float32", "int8")
         }
     try:
-        hidden = {  # also the warmup
-            "zoo": model.encode(ids),
-            "zoo_int8": int8.encode(ids),
-            **{
-                f"ct2_{name}": torch.from_numpy(ct2[kind].forward_batch(id_rows).last_hidden_state)
-                for name, kind in (("fp32", "float32"), ("int8", "int8"))
-            },
-        }
+        with torch.no_grad():
+            hidden = {
+                "zoo": model.encode(ids),
+                "zoo_int8": int8.encode(ids),
+                **{
+                    f"ct2_{name}": torch.from_numpy(ct2[kind].forward_batch(id_rows).last_hidden_state)
+                    for name, kind in (("fp32", "float32"), ("int8", "int8"))
+                },
+            }
         fns = {
-            "zoo": partial(model.encode, ids),
-            "zoo_int8": partial(int8.encode, ids),
+            "zoo": torch.no_grad()(partial(model.encode, ids)),
+            "zoo_int8": torch.no_grad()(partial(int8.encode, ids)),
             "ct2_fp32": partial(ct2["float32"].forward_batch_untransferred, id_rows),
             "ct2_int8": partial(ct2["int8"].forward_batch_untransferred, id_rows),
         }
-        # As bench.gpt_speed: a short untimed call first, so that no engine's timed call pays for
-        # waking its threads after the other process's call.
         primers = {
-            "zoo": partial(model.encode, ids[:1, :8]),
-            "zoo_int8": partial(int8.encode, ids[:1, :8]),
+            "zoo": torch.no_grad()(partial(model.encode, ids[:1, :8])),
+            "zoo_int8": torch.no_grad()(partial(int8.encode, ids[:1, :8])),
             "ct2_fp32": partial(ct2["float32"].forward_batch_untransferred, [id_rows[0][:8]]),
             "ct2_int8": partial(ct2["int8"].forward_batch_untransferred, [id_rows[0][:8]]),
         }
-        seconds = interleaved_medians(fns, repeats=repeats, warmup=0, primers=primers)
+        yield fns, hidden, primers
     finally:
         for engine in ct2.values():
             engine.close()
+
+
+def bert(repeats: int) -> tuple[list[dict], str]:
+    """Seconds per forward of zoo's BERT encoder (float32, int8) and CTranslate2's Encoder
+    (float32, int8) on the same weights and batch, their agreement with zoo float32, and what ran."""
+    with bert_contenders(torch.get_num_threads()) as (fns, hidden, primers):
+        # As bench.gpt_speed: a short untimed call first, so that no engine's timed call pays for
+        # waking its threads after the other process's call.
+        seconds = interleaved_medians(fns, repeats=repeats, warmup=0, primers=primers)
     reference = hidden["zoo"]
     rows = [
         {

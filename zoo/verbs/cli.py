@@ -18,6 +18,7 @@ import sys
 
 from zoo.cli import main_guard
 from zoo.config import UserError
+from zoo.cpu_memory import fewer_page_faults
 from zoo.verbs import commands
 from zoo.verbs.registry import get_spec, task_names
 from zoo.verbs.spec import TaskSpec
@@ -35,6 +36,7 @@ VERBS = {
 @main_guard
 def run_verb(spec: TaskSpec, verb: str, argv: list[str] | None = None):
     """Run `verb` (or the task's alias of predict) for `spec`: what every entry point calls."""
+    fewer_page_faults()  # before the run's first large tensor (zoo.cpu_memory)
     argv = list(sys.argv[1:] if argv is None else argv)
     name = "predict" if spec.predict_alias and verb == spec.predict_alias else verb
     if name not in VERBS:
