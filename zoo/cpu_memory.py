@@ -9,13 +9,14 @@ torch (`torch.backends.xeon.run_cpu`) preloads jemalloc or tcmalloc instead.
 
 `fewer_page_faults()` sets glibc's own switches, as `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...`
 would from the environment: every block from the heap (no `mmap`), and the heap not trimmed
-below 2 GiB of free memory. Measured in fresh processes, one thread, AMD EPYC Zen 4, two rounds
-each (bench/results/cpu_memory_zen4.md): a BERT encoder of all-MiniLM-L6-v2's size, 32 x 128
-tokens, 9-12% faster in float32 and 10-28% in int8; a BERT-Tiny pretraining step 3-5% faster for
-zoo and 22-28% for Hugging Face's; a translation training step unchanged for zoo and 10-12%
-faster for Marian. The cost: the process keeps its peak memory until it exits. Also asking torch
-to align large blocks to huge pages (`THP_MEM_ALLOC_ENABLE`) was tried and dropped: it made some
-steps faster and others a third to a half slower.
+below 2 GiB of free memory. Measured on and off in fresh processes, one thread, AMD EPYC Zen 4,
+two rounds (`python -m bench.cpu_memory`, bench/results/cpu_memory_zen4/): a BERT encoder of
+all-MiniLM-L6-v2's size on 32 x 128 tokens 1.08-1.13x faster in float32 and 1.04-1.23x in int8,
+a BERT-Tiny pretraining step 1.06-1.13x faster for zoo and 1.32-1.37x for Hugging Face's, a
+translation training step 1.00-1.03x for zoo and 1.12-1.14x for Marian. The cost: the process
+keeps its peak memory until it exits. Also asking torch to align large blocks to huge pages
+(`THP_MEM_ALLOC_ENABLE`) was tried and dropped: it made some steps faster and others a third to a
+half slower.
 
 Every zoo command calls it (zoo.verbs.cli.run_verb), and so do the benchmarks (bench/), for zoo
 and the peers alike. `ZOO_MALLOC=system` leaves malloc as it is; without glibc (macOS, musl)

@@ -115,6 +115,8 @@ RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
         ("benchmark_int8_onnx/benchmark_cpu_t1.json", "benchmark_int8_onnx"),
         ("benchmark_zen4/cpu_t1.json", "benchmark_zen4/t1"),
         ("benchmark_zen4/cpu_t2.json", "benchmark_zen4/t2"),
+        ("benchmark_zen4_system_malloc/cpu_t1.json", "benchmark_zen4_system_malloc/t1"),
+        ("benchmark_zen4_system_malloc/cpu_t2.json", "benchmark_zen4_system_malloc/t2"),
     ],
 )
 def test_the_recorded_tables_are_what_the_report_makes_of_their_json(source, folder, tmp_path, monkeypatch):
