@@ -298,7 +298,7 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
     "translation_train_speed": benchmarked(*CPU_BENCHMARKS, groups=("translation train",)),
     "attention_speed": benchmarked(*CPU_BENCHMARKS, groups=("attention",)),
     "vit_speed": benchmarked(*CPU_BENCHMARKS, groups=("vit train", "vit fwd+bwd", "vit infer")),
-    "bert_speed": benchmarked(*CPU_BENCHMARKS, groups=("bert pretrain", "bert finetune")),
+    "bert_speed": benchmarked(*CPU_BENCHMARKS, groups=("bert pretrain", "bert finetune", "bert encoder-ct2")),
     "gpt_speed": benchmarked(*CPU_BENCHMARKS, groups=("gpt train", "gpt prefill b", "gpt greedy")),
     "onnx_speed": benchmarked(
         *CPU_BENCHMARKS,
