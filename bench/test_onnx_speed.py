@@ -4,6 +4,9 @@ the same weights, fp32: greedy decoding of one batch (the encoder, then the cach
 and the forward of BERT, ViT and GPT (the prompts' prefill). The contenders of bench.onnx_speed;
 ONNX Runtime is the peer of each group."""
 
+from collections.abc import Callable
+from functools import cache
+
 import pytest
 
 pytest.importorskip("onnxruntime", reason="ONNX Runtime is not installed (pip install -e '.[onnx]')")
@@ -26,40 +29,29 @@ def translation(bench_threads: int, tmp_path_factory) -> tuple[dict, int]:
     return fns, sentences
 
 
-@pytest.fixture(scope="module")
-def bert(bench_threads: int, tmp_path_factory) -> tuple[dict, int]:
-    return bert_contenders(tmp_path_factory.mktemp("onnx"), bench_threads)
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_greedy(measure, translation: tuple[dict, int], engine: str) -> None:
     fns, sentences = translation
     measure(fns[engine], "translation greedy-onnx", engine, sentences, unit="sentences")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_bert_forward(measure, bert: tuple[dict, int], engine: str) -> None:
-    fns, tokens = bert
-    measure(fns[engine], "bert forward-onnx", engine, tokens)
+# graph -> its contenders, its group, and what one call processes
+FORWARDS = {
+    "bert": (bert_contenders, "bert forward-onnx", "tokens"),
+    "vit": (vit_contenders, "vit forward-onnx", "images"),
+    "gpt": (gpt_contenders, "gpt prefill-onnx", "tokens"),
+}
 
 
 @pytest.fixture(scope="module")
-def vit(bench_threads: int, tmp_path_factory) -> tuple[dict, int]:
-    return vit_contenders(tmp_path_factory.mktemp("onnx"), bench_threads)
-
-
-@pytest.fixture(scope="module")
-def gpt(bench_threads: int, tmp_path_factory) -> tuple[dict, int]:
-    return gpt_contenders(tmp_path_factory.mktemp("onnx"), bench_threads)
+def forwards(bench_threads: int, tmp_path_factory) -> Callable[[str], tuple[dict, int]]:
+    """Each graph's contenders, exported once however many tests ask for them."""
+    return cache(lambda graph: FORWARDS[graph][0](tmp_path_factory.mktemp("onnx"), bench_threads))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_vit_forward(measure, vit: tuple[dict, int], engine: str) -> None:
-    fns, images = vit
-    measure(fns[engine], "vit forward-onnx", engine, images, unit="images")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_gpt_prefill(measure, gpt: tuple[dict, int], engine: str) -> None:
-    fns, tokens = gpt
-    measure(fns[engine], "gpt prefill-onnx", engine, tokens)
+@pytest.mark.parametrize("graph", list(FORWARDS))
+def test_forward(measure, forwards, graph: str, engine: str) -> None:
+    fns, units = forwards(graph)
+    _, group, unit = FORWARDS[graph]
+    measure(fns[engine], group, engine, units, unit=unit)
