@@ -4,7 +4,8 @@
 
 Each round runs every setting in a fresh process (the settings act on a process's allocations
 from the start): `system` (ZOO_MALLOC=system, glibc's defaults) and `kept` (fewer_page_faults()).
-In each, medians of `--repeats` calls after one warmup: a BERT encoder of all-MiniLM-L6-v2's size
+In each, medians of `--repeats` interleaved rounds after one warmup
+(bench.timing.interleaved_medians): a BERT encoder of all-MiniLM-L6-v2's size
 on 32 x 128 ids in float32 and int8 (bench.int8_speed's), a BERT-Tiny pretraining step, zoo and
 Hugging Face (bench.bert_speed's), and a translation training step of the small preset, zoo and
 Marian (bench.translation_speed's). Writes cpu_memory.{json,md}; ratios are system / kept times
@@ -19,12 +20,10 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 
 from bench.output import add_out_option, publish
 from bench.tables import RATIO, Column, markdown
-from bench.timing import cpu_model, run_meta
+from bench.timing import cpu_model, interleaved_medians, run_meta
 
 SETTINGS = ("system", "kept")
 WORKLOADS = (
@@ -35,16 +34,6 @@ WORKLOADS = (
     "translation training step (zoo)",
     "translation training step (marian)",
 )
-
-
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        seconds.append(time.perf_counter() - start)
-    return 1e3 * sorted(seconds)[len(seconds) // 2]
 
 
 def child(repeats: int, threads: int) -> dict[str, float]:
@@ -79,7 +68,7 @@ def child(repeats: int, threads: int) -> dict[str, float]:
             strict=True,
         )
     )
-    return {name: median_ms(fn, repeats) for name, fn in fns.items()}
+    return {name: 1e3 * seconds for name, seconds in interleaved_medians(fns, repeats=repeats).items()}
 
 
 def main() -> None:
@@ -131,7 +120,7 @@ def main() -> None:
     page = [
         "# zoo.cpu_memory: glibc's malloc keeping freed memory, on and off\n",
         f"`{result['command']}` on {result['cpu']}, torch {result['torch']}, {result['glibc']}; "
-        f"each setting in a fresh process per round, medians of {args.repeats} calls.\n",
+        f"each setting in a fresh process per round, medians of {args.repeats} interleaved rounds.\n",
         *markdown(rows, columns),
     ]
     publish(result, args.out, "cpu_memory", page)

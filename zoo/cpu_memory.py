@@ -9,11 +9,11 @@ torch (`torch.backends.xeon.run_cpu`) preloads jemalloc or tcmalloc instead.
 
 `fewer_page_faults()` sets glibc's own switches, as `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...`
 would from the environment: every block from the heap (no `mmap`), and the heap not trimmed
-below 2 GiB of free memory. Measured on and off in fresh processes, one thread, AMD EPYC Zen 4,
-two rounds (`python -m bench.cpu_memory`, bench/results/cpu_memory_zen4/): a BERT encoder of
-all-MiniLM-L6-v2's size on 32 x 128 tokens 1.08-1.13x faster in float32 and 1.04-1.23x in int8,
-a BERT-Tiny pretraining step 1.06-1.13x faster for zoo and 1.32-1.37x for Hugging Face's, a
-translation training step 1.00-1.03x for zoo and 1.12-1.14x for Marian. The cost: the process
+below 2 GiB of free memory. Measured on and off on an AMD EPYC Zen 4, one thread
+(docs/benchmarks.md, "Large CPU tensors"): a BERT encoder of all-MiniLM-L6-v2's size on 32 x 128
+tokens, alone in its process, went from 0.95x to 1.10x CTranslate2's int8 speed (CTranslate2 under
+the same switches); in processes that ran six workloads interleaved, zoo's steps gained 1.01-1.05x
+and Hugging Face's and Marian's 1.16-1.42x (`python -m bench.cpu_memory`). The cost: the process
 keeps its peak memory until it exits. Also asking torch to align large blocks to huge pages
 (`THP_MEM_ALLOC_ENABLE`) was tried and dropped: it made some steps faster and others a third to a
 half slower.
