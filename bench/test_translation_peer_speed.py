@@ -19,6 +19,7 @@ from bench.translation_speed import (  # noqa: E402
     full_length_tokens,
     random_contenders,
     trained_contenders,
+    trained_decode,
     training_contenders,
 )
 
@@ -37,7 +38,7 @@ def decoders(preset: str, bench_threads: int, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def trained_decoders(run_of, bench_threads: int, tmp_path_factory) -> tuple[dict, dict]:
     run, folder = run_of("translation"), tmp_path_factory.mktemp("ct2") / "model"
-    decoders, setup = trained_contenders(run, folder, bench_threads, int8=True)
+    decoders, setup = trained_contenders(trained_decode(run), folder, bench_threads, int8=True)
     return decoders, {**setup, "run": Path(run).name}
 
 

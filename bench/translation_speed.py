@@ -437,11 +437,14 @@ def trained_decode(run: str):
     return translator, zoo, [tokenizer.pieces(ids) for ids in sources], name
 
 
-def trained_contenders(run: str, folder: Path, threads: int, *, int8: bool = False) -> tuple[dict, dict]:
-    """zoo (the exact stopping rule, and patience 1) and CTranslate2 (fp32, int8) with the run's
-    weights on its real test sentences: callables that return the tokens they generated, and
-    what they decode. `int8`: zoo's int8 linears (zoo.quantize, on a copy) too, as `zoo_int8`."""
-    translator, zoo, source_pieces, name = trained_decode(run)
+def trained_contenders(
+    decoded: tuple, folder: Path, threads: int, *, int8: bool = False
+) -> tuple[dict, dict]:
+    """zoo (the exact stopping rule, and patience 1) and CTranslate2 (fp32, int8) with a run's
+    weights on its real test sentences (`decoded`: trained_decode's), at `threads`: callables
+    that return the tokens they generated, and what they decode. `int8`: zoo's int8 linears
+    (zoo.quantize, on a copy) too, as `zoo_int8`."""
+    translator, zoo, source_pieces, name = decoded
     model, tokenizer = translator.model, translator.tokenizer
     pieces = tokenizer.pieces(range(tokenizer.vocab_size))
     m = translator.trained.cfg.model
@@ -467,9 +470,10 @@ def trained_contenders(run: str, folder: Path, threads: int, *, int8: bool = Fal
 def trained(run: str, threads: list[int], repeats: int, folder: Path) -> dict:
     """zoo and CTranslate2 with the run's weights, real early stopping, real test sentences."""
     rows: dict = {}
+    decoded = trained_decode(run)  # loaded once for every thread count
     for n in threads:
         torch.set_num_threads(n)
-        fns, setup = trained_contenders(run, folder, n)
+        fns, setup = trained_contenders(decoded, folder, n)
         speed, tokens = timed(fns, repeats)
         rows |= setup
         rows[n] = {
