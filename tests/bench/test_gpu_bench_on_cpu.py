@@ -39,7 +39,7 @@ def test_training_benches_time_every_contender_and_count_its_flops(what, toy_siz
 
 
 def test_the_gpt_decode_bench_makes_every_engines_ids(monkeypatch):
-    def eager_step(device):
+    def eager_step(model, device):
         return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
 
     monkeypatch.setattr(lm_static, "compiled_step", eager_step)

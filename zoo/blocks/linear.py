@@ -133,22 +133,21 @@ def matmul_nt(a: Tensor, b: Tensor) -> Tensor:
 
 def split_parts(rows: int) -> int:
     """How many equal parts `split_product` cuts a weight of `rows` output rows into: the smallest
-    divisor from 2 (GPT-2's 50,257-piece vocabulary: 29 parts), 0 when none up to 64 divides it.
-    A plain loop: torch.compile traces it for each weight's constant row count."""
+    divisor from 2 (GPT-2's 50,257-piece vocabulary: 29 parts), 0 when none up to 64 divides it."""
     return next((k for k in range(2, 65) if rows % k == 0), 0)
 
 
 def _split_parts_here(x: Tensor, weight: Tensor, bias: Tensor | None) -> int:
     """The parts a product inside an open splitting context is split into, 0 when it is not: one
-    row of plain float32 CPU tensors, a row-major weight whose rows divide, no autocast; under
-    torch.compile too (the batched product it traces stays MKL's), not under tracing or dispatch
-    modes."""
+    row of plain float32 CPU tensors, a row-major weight whose rows divide, no autocast, not under
+    torch.compile (its CPU steps multiply with kernels of their own: zoo.decode.lm_static), tracing
+    or dispatch modes."""
     applies = (
         x.numel() == x.shape[-1]
         and all(t is None or (t.dtype == torch.float32 and t.device.type == "cpu") for t in (x, weight, bias))
         and weight.is_contiguous()
         and not torch.is_autocast_enabled("cpu")
-        and (torch.compiler.is_compiling() or not (_get_current_dispatch_mode() or torch.jit.is_tracing()))
+        and not (torch.compiler.is_compiling() or _get_current_dispatch_mode() or torch.jit.is_tracing())
     )
     return split_parts(weight.shape[0]) if applies else 0
 
@@ -188,11 +187,12 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
       column-major, which MKL reads faster (GPT micro, 5 MB: 1.17x the row-major step; split,
       0.69x);
     - larger ones, streamed from memory every step, keep their layout, and every one-row
-      product while the context is open is split into one batched call (`split_product`), under
-      torch.compile too: GPT mini (36 MB) 1.63x the row-major step at one thread and 2.10x
-      at two, GPT-2 small (500 MB) 1.36x / 1.27x; column-major there 0.75x-1.37x.
+      product while the context is open is split into one batched call (`split_product`): GPT
+      mini (36 MB) 1.63x the row-major step at one thread and 2.10x at two, GPT-2 small
+      (500 MB) 1.36x / 1.27x; column-major there 0.75x-1.37x.
     From two or more rows on, row-major wins at some sizes: one row only. Only the weights that
-    products read count and move (`_product_weights`).
+    products read count and move (`_product_weights`). Eager decoding only: a compiled CPU step
+    packs the weights for kernels of its own (zoo.decode.lm_static).
     """
     weights = []
     if backend() == "onednn":

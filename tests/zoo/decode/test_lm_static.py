@@ -69,7 +69,7 @@ def test_compiled_steps_trace_as_one_graph_without_recompiling(monkeypatch):
     changed would raise. dynamo's eager backend traces as inductor would, without its code
     generation (minutes on this CPU)."""
 
-    def eager_compiled(device):
+    def eager_compiled(model, device):
         return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
 
     monkeypatch.setattr(lm_static, "compiled_step", eager_compiled)
@@ -84,29 +84,39 @@ def test_compiled_steps_trace_as_one_graph_without_recompiling(monkeypatch):
     dynamo.reset()
 
 
-def test_one_row_compiled_steps_trace_the_split_products(monkeypatch, request):
-    """A model beyond the cache decodes one row with its products split (zoo.blocks.linear),
-    also in the compiled step: one graph, the same ids."""
+def test_one_row_compiled_cpu_steps_leave_the_weights_as_the_model_holds_them(monkeypatch, request):
+    """A compiled CPU step packs the weights for inductor's own kernels (zoo.decode.lm_static), so
+    one row's eager layouts (zoo.blocks.linear.single_row_weights: split products, column-major
+    weights) stay out of it: no product split, no weight moved, one graph, the same ids."""
     monkeypatch.setenv("ZOO_CPU_LINEAR", "onednn")
     monkeypatch.setattr(linear_module, "cache_bytes", lambda: 0)
     backend.cache_clear()
     request.addfinalizer(backend.cache_clear)
-    traced = []
-    split = linear_module.split_product
-    monkeypatch.setattr(linear_module, "split_product", lambda *a: traced.append(1) or split(*a))
+    split, real_split = [], linear_module.split_product
+    monkeypatch.setattr(linear_module, "split_product", lambda *a: split.append(1) or real_split(*a))
     monkeypatch.setattr(
         lm_static,
         "compiled_step",
-        lambda device: torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager"),
+        lambda model, device: torch.compile(
+            lm_static.static_step, fullgraph=True, dynamic=False, backend="eager"
+        ),
     )
     model, prompts = random_gpt(), random_prompts((6,))
-    expected = generate(model, prompts, GenerationConfig(max_new_tokens=8))
+    weights = [(p, p.data_ptr(), p.stride()) for p in model.parameters()]
+    moved = []
+    config = GenerationConfig(max_new_tokens=8, compile=True, **STATIC)
     dynamo.reset()
-    traced.clear()
     with dynamo.config.patch(error_on_recompile=True):
-        compiled = generate(model, prompts, GenerationConfig(max_new_tokens=8, compile=True, **STATIC))
+        compiled = generate(
+            model,
+            prompts,
+            config,
+            on_token=lambda _: moved.extend(w for w in weights if w[1:] != (w[0].data_ptr(), w[0].stride())),
+        )
     dynamo.reset()
-    assert compiled == expected and traced
+    assert not split and not moved
+    assert compiled == generate(model, prompts, GenerationConfig(max_new_tokens=8))
+    assert split  # where eager decoding splits them
 
 
 def test_graphs_of_two_batch_shapes_each_serve_their_own(monkeypatch):
@@ -114,7 +124,7 @@ def test_graphs_of_two_batch_shapes_each_serve_their_own(monkeypatch):
     checked: with a graph for four rows and one for one row cached, each call still runs its
     own (a wrong one would fail on the shapes or give other ids)."""
 
-    def eager_compiled(device):
+    def eager_compiled(model, device):
         return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
 
     monkeypatch.setattr(lm_static, "compiled_step", eager_compiled)
@@ -140,3 +150,29 @@ def test_static_settings_are_checked(settings, key):
     with pytest.raises(Invalid) as error:
         GenerationConfig(**settings).check()
     assert error.value.key == key
+
+
+def test_a_cpu_step_frozen_on_some_weights_never_serves_others():
+    """On the CPU the compiled step folds the weights into its graph (inductor's freezing): a
+    model whose weights changed in place (as an optimizer step changes them) and another model
+    of the same shapes each get ids from their own weights, never from the graph frozen first."""
+    dynamo.reset()
+    config = GenerationConfig(max_new_tokens=6, compile=True, **STATIC)
+    prompts = random_prompts((6,))
+    model, other = random_gpt(), random_gpt()
+    with torch.no_grad():
+        for param in other.parameters():
+            param.add_(torch.randn_like(param))
+    seen = []
+    for changed in (False, True):
+        if changed:
+            with torch.no_grad():
+                for param in model.parameters():
+                    param.mul_(-1.5)
+        expected = generate(model, prompts, GenerationConfig(max_new_tokens=6))
+        assert generate(model, prompts, config) == expected
+        seen.append(expected)
+    expected = generate(other, prompts, GenerationConfig(max_new_tokens=6))
+    assert generate(other, prompts, config) == expected
+    dynamo.reset()
+    assert seen[0] != seen[1] != expected  # each step had other ids to give
