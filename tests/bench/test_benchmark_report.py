@@ -117,6 +117,10 @@ RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
         ("benchmark_zen4/cpu_t2.json", "benchmark_zen4/t2"),
         ("benchmark_zen4_system_malloc/cpu_t1.json", "benchmark_zen4_system_malloc/t1"),
         ("benchmark_zen4_system_malloc/cpu_t2.json", "benchmark_zen4_system_malloc/t2"),
+        *(
+            (f"benchmark_zen4_frozen/gpt_{run}.json", f"benchmark_zen4_frozen/{run}")
+            for run in ("micro_t1", "micro_t2", "micro_t2_rerun", "mini_t1", "mini_t2")
+        ),
     ],
 )
 def test_the_recorded_tables_are_what_the_report_makes_of_their_json(source, folder, tmp_path, monkeypatch):
