@@ -16,7 +16,9 @@ pytest.importorskip("ctranslate2", reason="the peer ctranslate2 is not installed
 
 from bench.gpt_speed import (  # noqa: E402
     BATCHES,
+    MIN_AGREEMENT,
     PRESETS,
+    agreement,
     ct2_generator,
     engines,
     models,
@@ -103,7 +105,9 @@ def test_generate(measure, generators: tuple[dict, dict], preset: str, batch: in
     )
     assert [len(row) for row in ids] == [p.new] * batch
     if engine in ("hf", "zoo_row_major", "zoo_compiled"):
-        assert ids == zoo_ids[batch]  # the same weights, greedy: the same ids
+        # The same weights, greedy: the same ids, but for near ties among GPT-2 small's 50,257
+        # random logits, where sums in another order may choose the other (bench.gpt_speed's rule).
+        assert agreement(ids, zoo_ids[batch]) >= MIN_AGREEMENT
 
 
 @pytest.mark.parametrize("engine", ["zoo_int8", "zoo_int8_compiled", "ct2_int8"])
