@@ -243,9 +243,12 @@ def _layers(results: Path) -> list[str]:
 
 
 CPU_BENCHMARKS = ("benchmark_zen4/cpu_t1.json", "benchmark_zen4/cpu_t2.json")
-# GPT mini's greedy benches, run apart (`--bench-preset gpt=mini`) once its compiled CPU step
-# froze the weights (zoo.decode.lm_static).
-GPT_MINI_BENCHMARKS = ("benchmark_zen4_frozen/gpt_mini_t1.json", "benchmark_zen4_frozen/gpt_mini_t2.json")
+# The larger GPT presets' greedy benches, run apart (`--bench-preset gpt=PRESET`) once the
+# compiled CPU step froze the weights (zoo.decode.lm_static).
+GPT_FROZEN_BENCHMARKS = {
+    preset: (f"benchmark_zen4_frozen/gpt_{preset}_t1.json", f"benchmark_zen4_frozen/gpt_{preset}_t2.json")
+    for preset in ("mini", "gpt2_small")
+}
 
 # The tables the shims (python -m bench.vit_speed, ...) write beside their own JSON: their
 # interleaved rounds, a cross-check of the pytest-benchmark figures on a shared machine.
@@ -303,7 +306,10 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
     "vit_speed": benchmarked(*CPU_BENCHMARKS, groups=("vit train", "vit fwd+bwd", "vit infer")),
     "bert_speed": benchmarked(*CPU_BENCHMARKS, groups=("bert pretrain", "bert finetune", "bert encoder-ct2")),
     "gpt_speed": benchmarked(*CPU_BENCHMARKS, groups=("gpt train", "gpt prefill b", "gpt greedy")),
-    "gpt_speed_mini": benchmarked(*GPT_MINI_BENCHMARKS, groups=("gpt greedy",)),
+    **{
+        f"gpt_speed_{preset}": benchmarked(*files, groups=("gpt greedy",))
+        for preset, files in GPT_FROZEN_BENCHMARKS.items()
+    },
     "onnx_speed": benchmarked(
         *CPU_BENCHMARKS,
         groups=("translation greedy-onnx", "bert forward-onnx", "vit forward-onnx", "gpt prefill-onnx"),

@@ -119,7 +119,15 @@ RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
         ("benchmark_zen4_system_malloc/cpu_t2.json", "benchmark_zen4_system_malloc/t2"),
         *(
             (f"benchmark_zen4_frozen/gpt_{run}.json", f"benchmark_zen4_frozen/{run}")
-            for run in ("micro_t1", "micro_t2", "micro_t2_rerun", "mini_t1", "mini_t2")
+            for run in (
+                "micro_t1",
+                "micro_t2",
+                "micro_t2_rerun",
+                "mini_t1",
+                "mini_t2",
+                "gpt2_small_t1",
+                "gpt2_small_t2",
+            )
         ),
     ],
 )
