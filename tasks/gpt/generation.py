@@ -59,7 +59,8 @@ class GenerationOptions(VerbOptions):
     compile: bool = field(
         default=False,
         metadata={
-            "help": "generate: static cache's one-token step under torch.compile (CUDA graphs on CUDA)"
+            "help": "generate: static cache's one-token step under torch.compile (CUDA graphs on CUDA; "
+            "on the CPU the weights frozen into it)"
         },
     )
 

@@ -63,7 +63,10 @@ class GenerationConfig:
     )
     compile: bool = field(
         default=False,
-        metadata={"help": "static cache: run the one-token step under torch.compile (CUDA graphs on CUDA)"},
+        metadata={
+            "help": "static cache: run the one-token step under torch.compile (CUDA graphs on CUDA; "
+            "on the CPU the weights frozen into it, recompiled when they change)"
+        },
     )
     max_cache_len: int = field(
         default=0,
