@@ -87,9 +87,11 @@ class StaticCausalCache:
 
     def tensors(self) -> list[Tensor]:
         """Every buffer the steps write: what CUDA graphs must find at fixed addresses."""
-        return [self.position, self.visible] + [
-            t for layer in self.layers for t in (layer.keys, layer.values)
-        ]
+        return [self.position, *self.row_tensors()]
+
+    def row_tensors(self) -> list[Tensor]:
+        """The buffers whose first dimension is the batch's rows."""
+        return [self.visible] + [t for layer in self.layers for t in (layer.keys, layer.values)]
 
     def show_next(self) -> None:
         """Make the position about to be written visible to every layer (the new token attends to

@@ -119,6 +119,26 @@ def test_one_row_compiled_cpu_steps_leave_the_weights_as_the_model_holds_them(mo
     assert split  # where eager decoding splits them
 
 
+def test_one_cpu_graph_serves_every_batch_of_two_or_more_rows(monkeypatch):
+    """On the CPU the rows of a batch are traced as a symbol from two rows on
+    (zoo.decode.lm_static._tracing), so batches of 3 and 5 rows share one graph: a recompile
+    would raise. The ids are the growing cache's."""
+    monkeypatch.setattr(
+        lm_static,
+        "compiled_step",
+        lambda model, device: torch.compile(lm_static.static_step, fullgraph=True, backend="eager"),
+    )
+    model, config = random_gpt(), GenerationConfig(max_new_tokens=8, compile=True, **STATIC)
+    batches = [random_prompts((5, 2, 8)), random_prompts((3, 7, 2, 5, 4), seed=2)]
+    expected = [generate(model, prompts, GenerationConfig(max_new_tokens=8)) for prompts in batches]
+    dynamo.reset()
+    got = [generate(model, batches[0], config)]
+    with dynamo.config.patch(error_on_recompile=True):
+        got.append(generate(model, batches[1], config))
+    dynamo.reset()
+    assert got == expected
+
+
 def test_graphs_of_two_batch_shapes_each_serve_their_own(monkeypatch):
     """After a state's first compiled step only the guards that tell cached graphs apart are
     checked: with a graph for four rows and one for one row cached, each call still runs its
