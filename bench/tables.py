@@ -243,11 +243,11 @@ def _layers(results: Path) -> list[str]:
 
 
 CPU_BENCHMARKS = ("benchmark_zen4/cpu_t1.json", "benchmark_zen4/cpu_t2.json")
-# The larger GPT presets' greedy benches, run apart (`--bench-preset gpt=PRESET`) once the
-# compiled CPU step froze the weights (zoo.decode.lm_static).
-GPT_FROZEN_BENCHMARKS = {
-    preset: (f"benchmark_zen4_frozen/gpt_{preset}_t1.json", f"benchmark_zen4_frozen/gpt_{preset}_t2.json")
-    for preset in ("mini", "gpt2_small")
+# GPT's greedy benches per preset, run apart (`--bench-preset gpt=PRESET`) once the compiled CPU
+# step froze the weights and traced a batch's rows as a symbol (zoo.decode.lm_static).
+GPT_ROWS_BENCHMARKS = {
+    preset: (f"benchmark_zen4_rows/gpt_{preset}_t1.json", f"benchmark_zen4_rows/gpt_{preset}_t2.json")
+    for preset in ("micro", "mini", "gpt2_small")
 }
 
 # The tables the shims (python -m bench.vit_speed, ...) write beside their own JSON: their
@@ -308,7 +308,7 @@ TABLES: dict[str, Table | Callable[[Path], list[str]]] = {
     "gpt_speed": benchmarked(*CPU_BENCHMARKS, groups=("gpt train", "gpt prefill b", "gpt greedy")),
     **{
         f"gpt_speed_{preset}": benchmarked(*files, groups=("gpt greedy",))
-        for preset, files in GPT_FROZEN_BENCHMARKS.items()
+        for preset, files in GPT_ROWS_BENCHMARKS.items()
     },
     "onnx_speed": benchmarked(
         *CPU_BENCHMARKS,

@@ -129,6 +129,11 @@ RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
                 "gpt2_small_t2",
             )
         ),
+        *(
+            (f"benchmark_zen4_rows/gpt_{preset}_t{t}.json", f"benchmark_zen4_rows/{preset}_t{t}")
+            for preset in ("micro", "mini", "gpt2_small")
+            for t in (1, 2)
+        ),
     ],
 )
 def test_the_recorded_tables_are_what_the_report_makes_of_their_json(source, folder, tmp_path, monkeypatch):
