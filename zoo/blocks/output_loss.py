@@ -72,7 +72,8 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         # The (V, D) sums of grad.T @ h. On oneDNN they are summed transposed, (D, V) += h.T @ grad:
         # oneDNN first copies a transposed input into rows, and h.T (D x chunk) is far narrower
         # than grad.T (V x chunk): 10.2 against 13.8 ms a chunk for an 8,000 x 256 projection,
-        # 5.5 against 8.3 for GPT micro's 8,192 x 128 (Zen 4, one thread).
+        # 5.5 against 8.3 for GPT micro's 8,192 x 128 (Zen 4, one thread, each product alone;
+        # inside the translation step, whose caches the rest of the step shares, it gains little).
         transposed = want_weight and onednn_applies(w, hidden[:1].to(compute_dtype))
         if want_weight:
             shape = weight.shape[::-1] if transposed else weight.shape
