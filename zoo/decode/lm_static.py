@@ -39,16 +39,18 @@ def static_step(model: CausalLM, ids: Tensor, positions: Tensor, cache: StaticCa
 # On the CPU inductor may fold the weights into the step's graph as constants (freezing) and then
 # multiply by them with C++ GEMM kernels of its own, their weights packed at compile time and each
 # chosen over aten's by timing it (max_autotune, the CPP backend). A one-row step of GPT micro ran
-# 1.65x and of mini 1.27x the graph without (Zen 4, one thread). dynamo reads `freezing` as it
-# traces: `StaticLMState` sets these around the steps that may trace.
+# 1.65x and of mini 1.27x the graph without (Zen 4, one thread, scratch runs; the benches:
+# docs/gpt.md). dynamo reads `freezing` as it traces: `_tracing` sets these around the steps that
+# may trace.
 CPU_FROZEN = {"freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN"}
 # model -> (weights_key when its step was compiled, that step)
 _cpu_steps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def compiled_step(model: nn.Module, device: torch.device) -> Callable[..., Tensor]:
-    """`static_step` under torch.compile: one graph (fullgraph) for every step of a batch shape;
-    CUDA graphs on CUDA. On the CPU the graph computes with the weights it froze, so each model
+    """`static_step` under torch.compile: one graph (fullgraph) for every step of a batch shape
+    (on the CPU one for one row and one for any two or more: `_tracing`); CUDA graphs on CUDA.
+    On the CPU the graph computes with the weights it froze, so each model
     gets a step of its own, made anew once any of its tensors changed (`weights_key`): dynamo
     keeps the graphs of a copy of the step's code apart from every other copy's."""
     if device.type != "cpu":
@@ -60,8 +62,8 @@ def compiled_step(model: nn.Module, device: torch.device) -> Callable[..., Tenso
         own = types.FunctionType(
             static_step.__code__.replace(), static_step.__globals__, static_step.__name__
         )
-        # dynamic=None so that the rows marked dynamic (StaticLMState) stay a symbol; every
-        # other shape is kept static by `_tracing`.
+        # dynamic=None so that the rows `_tracing` marks dynamic stay a symbol; it keeps every
+        # other shape static.
         held = _cpu_steps[model] = (key, torch.compile(own, fullgraph=True, dynamic=None))
     return held[1]
 
