@@ -69,36 +69,16 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         grad_hidden = (
             torch.empty(hidden.shape, dtype=compute_dtype, device=hidden.device) if want_hidden else None
         )
-        # The (V, D) sums of grad.T @ h. On oneDNN they are summed transposed, (D, V) += h.T @ grad:
-        # oneDNN first copies a transposed input into rows, and h.T (D x chunk) is far narrower
-        # than grad.T (V x chunk): 10.2 against 13.8 ms a chunk for an 8,000 x 256 projection,
-        # 5.5 against 8.3 for GPT micro's 8,192 x 128 (Zen 4, one thread, each product alone;
-        # inside the translation step, whose caches the rest of the step shares, it gains little).
-        transposed = want_weight and onednn_applies(w, hidden[:1].to(compute_dtype))
-        if want_weight:
-            shape = weight.shape[::-1] if transposed else weight.shape
-            grad_weight = torch.zeros(shape, dtype=exact, device=weight.device)
-        else:
-            grad_weight = None
+        weight_sum = _WeightGradSum(w, hidden, exact) if want_weight else None
         loss = torch.zeros((), dtype=exact, device=hidden.device)
         nll = torch.zeros_like(loss)
         for start in range(0, rows, chunk):
             h = hidden[start : start + chunk].to(compute_dtype)
             t = target[start : start + chunk, None]
             logits = matmul_nt(h, w).to(exact)
-            # One exp pass serves the loss and the gradient: with e = exp(logits - max),
-            # lse = max + log(sum e) and the softmax is e / sum e (logsumexp, then the softmax
-            # from it, took two: 26 ms of GPT micro's 720 ms step, one thread).
-            top = logits.amax(-1, keepdim=True)
-            exps = (logits - top).exp_()
-            total = exps.sum(-1, keepdim=True)
-            lse = top + total.log()
-            chunk_nll = (lse - logits.gather(-1, t)).sum()
+            chunk_nll, chunk_loss, exps, total = _chunk_loss(logits, t, smoothing)
             nll += chunk_nll
-            loss += (1.0 - smoothing) * chunk_nll
-            if smoothing:
-                # Smoothing against (1 - eps) one_hot + eps / V: the uniform part is lse - mean(logits).
-                loss += smoothing * (lse - logits.mean(-1, keepdim=True)).sum()
+            loss += chunk_loss
             if want_hidden or want_weight:
                 # d loss / d logits = softmax - (1 - eps) one_hot - eps / V, built in place.
                 grad = exps.div_(total).sub_(smoothing / vocab)
@@ -110,12 +90,9 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
                     grad_hidden[start : start + chunk] = matmul_nt(grad, w.t())
                 elif want_hidden:
                     torch.mm(grad, w, out=grad_hidden[start : start + chunk])
-                if transposed:
-                    grad_weight += matmul_nt(h.t(), grad.t())
-                elif want_weight:
-                    _accumulate_product(grad_weight, grad.T, h)
-        if transposed:
-            grad_weight = grad_weight.t().contiguous()  # the weight's own layout, once a batch
+                if weight_sum is not None:
+                    weight_sum.add(grad, h)
+        grad_weight = weight_sum.result() if weight_sum is not None else None
         ctx.save_for_backward(grad_hidden, grad_weight)
         ctx.hidden_dtype, ctx.weight_dtype = hidden.dtype, weight.dtype
         ctx.mark_non_differentiable(nll)
@@ -134,13 +111,49 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         )
 
 
-def _accumulate_product(out: Tensor, a: Tensor, b: Tensor) -> None:
-    """out += a @ b off oneDNN: in place by the product itself where the dtypes agree (fp32), else
-    (bf16 products into an fp32 sum) through a temporary."""
-    if a.dtype == out.dtype:
-        out.addmm_(a, b)
-    else:
-        out += a @ b
+def _chunk_loss(logits: Tensor, target: Tensor, smoothing: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """A chunk's summed NLL and smoothed loss from its (rows, V) logits and (rows, 1) targets,
+    with exp(logits - max) and its row sums, from which the caller builds the softmax. One exp
+    pass serves the loss and the gradient: lse = max + log(sum e), the softmax e / sum e
+    (logsumexp, then the softmax from it, took two: 26 ms of GPT micro's 720 ms step, one thread)."""
+    top = logits.amax(-1, keepdim=True)
+    exps = (logits - top).exp_()
+    total = exps.sum(-1, keepdim=True)
+    lse = top + total.log()
+    nll = (lse - logits.gather(-1, target)).sum()
+    loss = (1.0 - smoothing) * nll
+    if smoothing:
+        # Smoothing against (1 - eps) one_hot + eps / V: the uniform part is lse - mean(logits).
+        loss = loss + smoothing * (lse - logits.mean(-1, keepdim=True)).sum()
+    return nll, loss, exps, total
+
+
+class _WeightGradSum:
+    """The projection's (V, D) weight gradient, summed over the chunks: grad.T @ h each.
+
+    On oneDNN it is summed transposed, (D, V) += h.T @ grad: oneDNN first copies a transposed
+    input into rows, and h.T (D x chunk) is far narrower than grad.T (V x chunk): 10.2 against
+    13.8 ms a chunk for an 8,000 x 256 projection, 5.5 against 8.3 for GPT micro's 8,192 x 128
+    (Zen 4, one thread, each product alone; inside the translation step, whose caches the rest of
+    the step shares, it gains little). Elsewhere the product adds itself in place (fp32), or
+    through a temporary (bf16 products into an fp32 sum)."""
+
+    def __init__(self, weight: Tensor, hidden: Tensor, dtype: torch.dtype) -> None:
+        self.transposed = onednn_applies(weight, hidden[:1].to(weight.dtype))
+        shape = weight.shape[::-1] if self.transposed else weight.shape
+        self.sum = torch.zeros(shape, dtype=dtype, device=weight.device)
+
+    def add(self, grad: Tensor, h: Tensor) -> None:
+        if self.transposed:
+            self.sum += matmul_nt(h.t(), grad.t())
+        elif grad.dtype == self.sum.dtype:
+            self.sum.addmm_(grad.T, h)
+        else:
+            self.sum += grad.T @ h
+
+    def result(self) -> Tensor:
+        """(V, D), in the weight's own layout."""
+        return self.sum.t().contiguous() if self.transposed else self.sum
 
 
 def linear_cross_entropy(
