@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from bench import bert_speed, gpu, translation_speed, vit_speed
+from tests.zoo.decode.test_lm_static import eager_step
 from zoo.decode import lm_static
 
 CPU = torch.device("cpu")
@@ -39,9 +40,6 @@ def test_training_benches_time_every_contender_and_count_its_flops(what, toy_siz
 
 
 def test_the_gpt_decode_bench_makes_every_engines_ids(monkeypatch):
-    def eager_step(model, device):
-        return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
-
     monkeypatch.setattr(lm_static, "compiled_step", eager_step)
     torch._dynamo.reset()
     result = gpu.gpt_decode_rows(CPU, 1, preset="micro", prompt=4, new=3)

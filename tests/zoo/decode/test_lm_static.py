@@ -17,6 +17,12 @@ from zoo.decode.lm_generate import static_length as lm_static_length
 STATIC = {"cache_implementation": "static"}
 
 
+def eager_step(model, device):
+    """lm_static.compiled_step's CPU compile on dynamo's eager backend: it traces as inductor
+    would (rows marked dynamic included), without its code generation (minutes on this CPU)."""
+    return torch.compile(lm_static.static_step, fullgraph=True, dynamic=None, backend="eager")
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_greedy_on_the_static_cache_equals_the_growing_cache(name):
     """Left-padded prompts of different lengths, rows ending early at EOS (they stay in the
@@ -66,13 +72,9 @@ def test_sampling_on_the_static_cache_draws_as_the_growing_cache():
 
 def test_compiled_steps_trace_as_one_graph_without_recompiling(monkeypatch):
     """fullgraph: a graph break would raise; error_on_recompile: a step whose shapes or guards
-    changed would raise. dynamo's eager backend traces as inductor would, without its code
-    generation (minutes on this CPU)."""
+    changed would raise (on dynamo's eager backend: `eager_step`)."""
 
-    def eager_compiled(model, device):
-        return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
-
-    monkeypatch.setattr(lm_static, "compiled_step", eager_compiled)
+    monkeypatch.setattr(lm_static, "compiled_step", eager_step)
     dynamo.reset()
     model = random_gpt()
     for prompts in (random_prompts(), random_prompts((6,))):  # one row: its views look contiguous
@@ -94,13 +96,7 @@ def test_one_row_compiled_cpu_steps_leave_the_weights_as_the_model_holds_them(mo
     request.addfinalizer(backend.cache_clear)
     split, real_split = [], linear_module.split_product
     monkeypatch.setattr(linear_module, "split_product", lambda *a: split.append(1) or real_split(*a))
-    monkeypatch.setattr(
-        lm_static,
-        "compiled_step",
-        lambda model, device: torch.compile(
-            lm_static.static_step, fullgraph=True, dynamic=False, backend="eager"
-        ),
-    )
+    monkeypatch.setattr(lm_static, "compiled_step", eager_step)
     model, prompts = random_gpt(), random_prompts((6,))
     weights = [(p, p.data_ptr(), p.stride()) for p in model.parameters()]
     moved = []
@@ -123,11 +119,7 @@ def test_one_cpu_graph_serves_every_batch_of_two_or_more_rows(monkeypatch):
     """On the CPU the rows of a batch are traced as a symbol from two rows on
     (zoo.decode.lm_static._tracing), so batches of 3 and 5 rows share one graph: a recompile
     would raise. The ids are the growing cache's."""
-    monkeypatch.setattr(
-        lm_static,
-        "compiled_step",
-        lambda model, device: torch.compile(lm_static.static_step, fullgraph=True, backend="eager"),
-    )
+    monkeypatch.setattr(lm_static, "compiled_step", eager_step)
     model, config = random_gpt(), GenerationConfig(max_new_tokens=8, compile=True, **STATIC)
     batches = [random_prompts((5, 2, 8)), random_prompts((3, 7, 2, 5, 4), seed=2)]
     expected = [generate(model, prompts, GenerationConfig(max_new_tokens=8)) for prompts in batches]
@@ -144,10 +136,7 @@ def test_graphs_of_two_batch_shapes_each_serve_their_own(monkeypatch):
     checked: with a graph for four rows and one for one row cached, each call still runs its
     own (a wrong one would fail on the shapes or give other ids)."""
 
-    def eager_compiled(model, device):
-        return torch.compile(lm_static.static_step, fullgraph=True, dynamic=False, backend="eager")
-
-    monkeypatch.setattr(lm_static, "compiled_step", eager_compiled)
+    monkeypatch.setattr(lm_static, "compiled_step", eager_step)
     dynamo.reset()
     model, config = random_gpt(), GenerationConfig(max_new_tokens=8, compile=True, **STATIC)
     batches = [random_prompts(), random_prompts((6,)), random_prompts((3, 7, 2, 5), seed=2)]
