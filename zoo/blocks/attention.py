@@ -22,6 +22,7 @@ from zoo.blocks.dropout import cheap_mask_applies
 from zoo.blocks.dropout import dropout as cheap_dropout
 from zoo.blocks.kv_cache import KVCache
 from zoo.blocks.linear import Linear, linear
+from zoo.blocks.softmax import softmax_last
 
 FEW_QUERIES = 8
 """Query blocks up to this length (incremental decoding: one query per row, or one per beam of a
@@ -34,6 +35,11 @@ written-out path: torch's CPU flash kernel took 5-7x as long as the three produc
 backward, over 65-128 keys, and 1.1-2.4x as long at 256 (two runs); it wins on long causal
 sequences (1,024 keys: half their time).
 bench/results/attention_bf16_cpu.md."""
+FLOAT32_CPU_MAX_KEYS = 64
+"""The same in float32, over fewer keys: forward and backward over the 14-15 keys of a Multi30k
+batch (253 sentences, 4 heads) took the kernel 18-19 ms and the written-out path 11-13 (its
+softmax padded, zoo.blocks.softmax); the two were level at 32-64 keys, and at 128 the kernel
+won (16 against 18 ms). bench/results/attention_short_keys_cpu.md."""
 
 
 def attention_reference(
@@ -61,7 +67,7 @@ def attention_reference(
         mask = causal if mask is None else mask & causal
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)  # of bf16 scores: float32's softmax rounded, as torch computes it
+    weights = softmax_last(scores)  # of bf16 scores: float32's softmax rounded, as torch computes it
     return (cheap_dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
@@ -236,14 +242,14 @@ class MultiHeadAttention(nn.Module):
             self.additive is not None
             or (q.shape[2] <= FEW_QUERIES and not self.training)
             or (dropout and cheap_mask_applies(q, dropout))
-            or _short_low_precision_on_cpu(q, k)
+            or _few_keys_on_cpu(q, k)
         ):
             # The additive score has no fused kernel. Decoding steps (a few queries per sequence):
             # three plain products beat the kernel (about 8% of a beam search's time on the small
             # bench preset). Dropout on the weights on a CPU: the kernel falls back to these same
             # products with a bernoulli_ mask, which took 14% of a SQuAD fine-tuning step
             # (bench.bert_finetune_speed, bf16); zoo's cheap mask costs a fraction of it. Short
-            # sequences in bf16 on a CPU: see LOW_PRECISION_CPU_MAX_KEYS.
+            # sequences on a CPU: see LOW_PRECISION_CPU_MAX_KEYS and FLOAT32_CPU_MAX_KEYS.
             return attention_reference(q, k, v, mask, is_causal, score_fn=self._scores, dropout=dropout)[0]
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=dropout, scale=self._scale
@@ -261,13 +267,12 @@ class MultiHeadAttention(nn.Module):
         return None if self.score == "scaled_dot" else 1.0
 
 
-def _short_low_precision_on_cpu(q: Tensor, k: Tensor) -> bool:
-    return (
-        q.device.type == "cpu"
-        and q.dtype in LOW_PRECISION
-        and k.shape[-2] <= LOW_PRECISION_CPU_MAX_KEYS
-        and not torch.compiler.is_compiling()
-    )
+def _few_keys_on_cpu(q: Tensor, k: Tensor) -> bool:
+    if q.device.type != "cpu" or torch.compiler.is_compiling():
+        return False
+    if q.dtype in LOW_PRECISION:
+        return k.shape[-2] <= LOW_PRECISION_CPU_MAX_KEYS
+    return q.dtype == torch.float32 and k.shape[-2] <= FLOAT32_CPU_MAX_KEYS
 
 
 def _group_rows(q: Tensor, sequences: int) -> Tensor:

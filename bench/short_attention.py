@@ -1,0 +1,149 @@
+"""Attention over few keys on the CPU in float32: the measurements behind zoo.blocks.softmax and
+`FLOAT32_CPU_MAX_KEYS` (zoo.blocks.attention).
+
+    python -m bench.short_attention [--threads 1] [--out bench/results/attention_short_keys_cpu.md]
+
+Three tables, each the median of interleaved calls in one process:
+1. softmax over the last dimension, forward + backward, ns an element: torch's, and padded to
+   zoo.blocks.softmax.VECTOR (`softmax_last`), by row width;
+2. attention forward + backward on raw (B, H, T, 64) tensors: torch's fused kernel against the
+   written-out path (`attention_reference`, its softmax padded);
+3. the Multi30k recipe's model (3+3 layers, d 256), a whole training step (forward, fused loss,
+   backward, Adam) on a batch of Multi30k's size and lengths, with the written-out path up to
+   FLOAT32_CPU_MAX_KEYS keys against the fused kernel everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import zoo.blocks.attention as attention
+from bench.timing import cpu, interleaved_medians
+from zoo.blocks.softmax import softmax_last
+from zoo.models import ModelConfig, build_model
+from zoo.train.config import OptimConfig
+from zoo.train.optim import build_optimizer
+
+WIDTHS = [2, 3, 4, 8, 14, 15, 16, 20, 32]
+SHAPES = [  # B, H, T, S, causal: Multi30k's self-, causal and cross-attention, then longer
+    (253, 4, 14, 14, False),
+    (253, 4, 15, 15, True),
+    (253, 4, 15, 14, False),
+    (128, 4, 31, 30, False),
+    (32, 4, 64, 64, False),
+    (16, 4, 128, 128, False),
+]
+
+
+def softmax_rows(repeats: int) -> list[str]:
+    rows = ["| width | torch ns/element | padded ns/element |", "|---|---|---|"]
+    elements = 1 << 20
+    for width in WIDTHS:
+        x = torch.randn(elements // width, width, requires_grad=True)
+        fns = {"torch": _backward(_torch_softmax, x), "padded": _backward(softmax_last, x)}
+        ns = {name: sec * 1e9 / elements for name, sec in interleaved_medians(fns, repeats=repeats).items()}
+        rows.append(f"| {width} | {ns['torch']:.2f} | {ns['padded']:.2f} |")
+    return rows
+
+
+def _torch_softmax(x: torch.Tensor) -> torch.Tensor:
+    return x.softmax(dim=-1)
+
+
+def _backward(softmax, x: torch.Tensor):
+    grad = torch.randn_like(x)
+    return lambda: softmax(x).backward(grad)
+
+
+def attention_rows(repeats: int) -> list[str]:
+    rows = ["| B, H, T, S | causal | fused kernel ms | written out ms |", "|---|---|---|---|"]
+    for b, h, t, s, causal in SHAPES:
+        qkv = [torch.randn(b, h, n, 64, requires_grad=True) for n in (t, s, s)]
+        mask = None if causal else torch.rand(b, 1, 1, s) > 0.1
+        fns = {name: _attention(fn, qkv, mask, causal) for name, fn in PATHS.items()}
+        ms = {name: 1e3 * sec for name, sec in interleaved_medians(fns, repeats=repeats).items()}
+        causal_cell = "yes" if causal else "no"
+        rows.append(f"| {b}, {h}, {t}, {s} | {causal_cell} | {ms['fused']:.2f} | {ms['written']:.2f} |")
+    return rows
+
+
+def _fused(q, k, v, mask, causal):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+
+
+def _written(q, k, v, mask, causal):
+    return attention.attention_reference(q, k, v, mask, causal)[0]
+
+
+PATHS = {"fused": _fused, "written": _written}
+
+
+def _attention(fn, qkv: list[torch.Tensor], mask, causal: bool):
+    grad = torch.randn_like(qkv[0])
+    return lambda: fn(*qkv, mask, causal).backward(grad)
+
+
+def training_rows(repeats: int) -> list[str]:
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        encoder_layers=3, decoder_layers=3, dim=256, ffn_dim=1024, num_heads=4, dropout=0.3, max_len=256
+    )
+    model = build_model(cfg, 8000, 8000, 0).train()
+    optimizer = build_optimizer(model, OptimConfig(name="adam", lr=1e-4, betas=[0.9, 0.98]))
+    src, tgt = torch.randint(4, 8000, (253, 14)), torch.randint(4, 8000, (253, 16))
+    src[126:, 10:] = 0  # half the sources padded, as in a length-bucketed batch
+
+    def step(max_keys: int):
+        def run() -> None:
+            attention.FLOAT32_CPU_MAX_KEYS = max_keys
+            model(src, tgt[:, :-1], tgt[:, 1:], smoothing=0.1).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        return run
+
+    kept = attention.FLOAT32_CPU_MAX_KEYS
+    try:
+        s = interleaved_medians({"written": step(kept), "fused": step(0)}, repeats=repeats)
+    finally:
+        attention.FLOAT32_CPU_MAX_KEYS = kept
+    ratio = s["fused"] / s["written"]
+    return [
+        "| attention in the step | step s |",
+        "|---|---|",
+        f"| the fused kernel everywhere | {s['fused']:.3f} |",
+        f"| written out up to {kept} keys, softmax padded | {s['written']:.3f} ({ratio:.3f}x) |",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--out", default="", help="also write the tables to this markdown file")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    named = ("Model name", "CPU family", "Model:")
+    machine = "; ".join(" ".join(line.split()) for line in cpu().splitlines() if line.startswith(named))
+    lines = [
+        f"{machine}; {args.threads} thread(s), torch {torch.__version__}",
+        "",
+        *softmax_rows(args.repeats),
+        "",
+        *attention_rows(args.repeats),
+        "",
+        *training_rows(max(3, args.repeats // 3)),
+    ]
+    print("\n".join(lines))
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
