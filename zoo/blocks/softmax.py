@@ -27,11 +27,11 @@ SHORTEST_PADDED = 3
 def softmax_last(x: Tensor) -> Tensor:
     """x.softmax(dim=-1), the same values and gradients; short float32 CPU rows padded."""
     width = x.shape[-1]
-    if (
-        x.device.type != "cpu"
+    if (  # compiled code first: a symbolic width is not compared (no guard on it)
+        torch.compiler.is_compiling()
+        or x.device.type != "cpu"
         or x.dtype != torch.float32
         or not SHORTEST_PADDED <= width < VECTOR
-        or torch.compiler.is_compiling()
     ):
         return x.softmax(dim=-1)
     return F.pad(x, (0, VECTOR - width), value=float("-inf")).softmax(dim=-1)[..., :width]

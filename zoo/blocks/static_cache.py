@@ -6,8 +6,10 @@ recording for CUDA graphs. Here the buffers are allocated once at a fixed length
 zoo.decode.lm_generate.static_length fits it to the batch), the step writes its keys and values at a
 position held in a tensor, and the positions not yet written (and left padding) are hidden by a
 boolean mask that the step also updates: every step then runs the same graph on the same
-addresses, Hugging Face's `StaticCache` idea. The cost is attention over the whole buffer at
-every step, masked, instead of over the filled part.
+addresses, Hugging Face's `StaticCache` idea. On a GPU the cost is attention over the whole
+buffer at every step, masked, instead of over the filled part. On the CPU attention reads only
+the columns written so far (`filled`, read from the position tensor: under torch.compile a
+symbol whose value the graph reads at run time, so one graph still serves every step).
 
 The prompts' forward (prefill) runs on the ordinary cache; `from_prefill` copies its keys and
 values into the fixed buffers.
@@ -36,6 +38,7 @@ class StaticKVCache:
 
     def __init__(self, keys: Tensor, values: Tensor, position: Tensor, visible: Tensor) -> None:
         self.keys, self.values, self.position, self.visible = keys, values, position, visible
+        self.filled: int | torch.SymInt | None = None  # columns attention reads (None: all)
 
     def __len__(self) -> int:
         return self.keys.shape[2]
@@ -45,11 +48,11 @@ class StaticKVCache:
         buffers (the position is made visible once per step, by StaticCausalCache.show_next)."""
         self.keys.index_copy_(2, self.position, k)
         self.values.index_copy_(2, self.position, v)
-        return self.keys, self.values
+        return self.keys[:, :, : self.filled], self.values[:, :, : self.filled]
 
     @property
     def mask(self) -> Tensor:
-        return self.visible
+        return self.visible[..., : self.filled]
 
 
 class StaticCausalCache:
@@ -95,8 +98,20 @@ class StaticCausalCache:
 
     def show_next(self) -> None:
         """Make the position about to be written visible to every layer (the new token attends to
-        itself): once a step, not once a layer."""
+        itself): once a step, not once a layer. On the CPU the layers then attend over the
+        columns up to it only: a step of GPT mini at 8 rows with 64 prompt and 128 new ids ran
+        8-18% faster than over the whole 256-column buffer (Zen 4; scratch runs, alternated).
+        Reading the position costs a GPU a synchronisation, and CUDA graphs cannot hold it."""
         self.visible.index_fill_(3, self.position, True)
+        if self.position.device.type != "cpu":
+            return
+        # Under torch.compile an unbacked symbol (dynamo's capture_scalar_outputs, which the
+        # caller sets); the checks tell the graph it is a valid length of the buffers.
+        filled = self.position.item() + 1
+        torch._check(filled >= 1)
+        torch._check(filled <= self.visible.shape[3])
+        for layer in self.layers:
+            layer.filled = filled
 
     def advance(self) -> None:
         """Move the write position to the next column, after a step."""

@@ -137,5 +137,8 @@ def _tracing(ids: Tensor, positions: Tensor, cache: StaticCausalCache) -> Iterat
     if ids.shape[0] > 1:
         for tensor in (ids, positions, *cache.row_tensors()):
             torch._dynamo.mark_dynamic(tensor, 0)
-    with torch._inductor.config.patch(CPU_FROZEN), torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+    # capture_scalar_outputs: the cache's filled length (StaticCausalCache.show_next) is read
+    # from its position tensor inside the graph, instead of breaking it.
+    dynamo = {"automatic_dynamic_shapes": False, "capture_scalar_outputs": True}
+    with torch._inductor.config.patch(CPU_FROZEN), torch._dynamo.config.patch(dynamo):
         yield

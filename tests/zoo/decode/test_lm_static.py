@@ -185,3 +185,28 @@ def test_a_cpu_step_frozen_on_some_weights_never_serves_others():
     assert generate(other, prompts, config) == expected
     dynamo.reset()
     assert seen[0] != seen[1] != expected  # each step had other ids to give
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_cpu_steps_read_only_the_columns_written(compiled, monkeypatch):
+    """The buffers' columns past the prompts are NaN until a step writes them: attention over the
+    whole buffer, however masked, would carry the NaN (0 x NaN) into every row's ids."""
+    real = lm_static.StaticCausalCache.from_prefill.__func__
+
+    def poisoned(cls, cache, prompt_real, length):
+        static = real(cls, cache, prompt_real, length)
+        for layer in static.layers:
+            for buffer in (layer.keys, layer.values):
+                buffer[:, :, cache.offset :] = float("nan")
+        return static
+
+    monkeypatch.setattr(lm_static.StaticCausalCache, "from_prefill", classmethod(poisoned))
+    if compiled:
+        monkeypatch.setattr(lm_static, "compiled_step", eager_step)
+        dynamo.reset()
+    model = random_gpt()
+    prompts = random_prompts((5, 2, 8))
+    expected = generate(model, prompts, GenerationConfig(max_new_tokens=8))
+    config = GenerationConfig(max_new_tokens=8, compile=compiled, **STATIC)
+    assert generate(model, prompts, config) == expected
+    dynamo.reset()
