@@ -112,10 +112,11 @@ def _state(
 
 
 def static_length(needed: int) -> int:
-    """A static cache's positions for `needed`: the next power of two (at least 16). Every step
-    attends over the whole buffer, so the whole context (1,024 positions for GPT-2) would cost a
-    short generation several times what it reads; powers of two keep the compiled graphs few (one
-    per length and batch size) for generations of any length."""
+    """A static cache's positions for `needed`: the next power of two (at least 16). On a GPU every
+    step attends over the whole buffer (on the CPU over the columns written so far), so the whole
+    context (1,024 positions for GPT-2) would cost a short generation several times what it
+    reads; powers of two keep the compiled graphs few (one per length and batch size) for
+    generations of any length."""
     return max(16, 1 << (needed - 1).bit_length())
 
 
