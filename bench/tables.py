@@ -244,9 +244,10 @@ def _layers(results: Path) -> list[str]:
 
 CPU_BENCHMARKS = ("benchmark_zen4/cpu_t1.json", "benchmark_zen4/cpu_t2.json")
 # GPT's greedy benches per preset, run apart (`--bench-preset gpt=PRESET`) once the compiled CPU
-# step froze the weights and traced a batch's rows as a symbol (zoo.decode.lm_static).
+# step froze the weights, traced a batch's rows as a symbol (zoo.decode.lm_static) and attended
+# over the static cache's written columns only (zoo.blocks.static_cache).
 GPT_ROWS_BENCHMARKS = {
-    preset: (f"benchmark_zen4_rows/gpt_{preset}_t1.json", f"benchmark_zen4_rows/gpt_{preset}_t2.json")
+    preset: (f"benchmark_zen4_filled/gpt_{preset}_t1.json", f"benchmark_zen4_filled/gpt_{preset}_t2.json")
     for preset in ("micro", "mini", "gpt2_small")
 }
 

@@ -130,7 +130,8 @@ RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
             )
         ),
         *(
-            (f"benchmark_zen4_rows/gpt_{preset}_t{t}.json", f"benchmark_zen4_rows/{preset}_t{t}")
+            (f"benchmark_zen4_{run}/gpt_{preset}_t{t}.json", f"benchmark_zen4_{run}/{preset}_t{t}")
+            for run in ("rows", "filled")
             for preset in ("micro", "mini", "gpt2_small")
             for t in (1, 2)
         ),
