@@ -135,6 +135,10 @@ RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
             for preset in ("micro", "mini", "gpt2_small")
             for t in (1, 2)
         ),
+        *(
+            (f"benchmark_zen4_filled/gpt_mini_int8_t{t}.json", f"benchmark_zen4_filled/mini_int8_t{t}")
+            for t in (1, 2)
+        ),
     ],
 )
 def test_the_recorded_tables_are_what_the_report_makes_of_their_json(source, folder, tmp_path, monkeypatch):
