@@ -40,6 +40,11 @@ FLOAT32_CPU_MAX_KEYS = 64
 batch (253 sentences, 4 heads) took the kernel 18-19 ms and the written-out path 11-13 (its
 softmax padded, zoo.blocks.softmax); the two were level at 32-64 keys, and at 128 the kernel
 won (16 against 18 ms). bench/results/attention_short_keys_cpu.md."""
+FLOAT32_CPU_MIN_SCORES = 8192
+"""...and over at least this many scores (batch x heads x queries x keys): below it the one
+kernel call beats the written-out path's several (2 x 4 x 14 x 14 scores: 0.13-0.16 against
+0.23-0.27 ms; level at 8 x 4 x 14 x 14; at 32 x 4 x 14 x 14 the written-out path took 0.57-1.21
+against 1.02-1.57 ms, head widths 8-64, one thread)."""
 
 
 def attention_reference(
@@ -272,7 +277,11 @@ def _few_keys_on_cpu(q: Tensor, k: Tensor) -> bool:
         return False
     if q.dtype in LOW_PRECISION:
         return k.shape[-2] <= LOW_PRECISION_CPU_MAX_KEYS
-    return q.dtype == torch.float32 and k.shape[-2] <= FLOAT32_CPU_MAX_KEYS
+    return (
+        q.dtype == torch.float32
+        and k.shape[-2] <= FLOAT32_CPU_MAX_KEYS
+        and q.shape[:-1].numel() * k.shape[-2] >= FLOAT32_CPU_MIN_SCORES
+    )
 
 
 def _group_rows(q: Tensor, sequences: int) -> Tensor:

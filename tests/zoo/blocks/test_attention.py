@@ -9,7 +9,7 @@ from torch import nn
 
 from zoo.blocks import KVCache, MultiHeadAttention, attention_maps, causal_mask, lengths_mask
 from zoo.blocks import attention as attention_module
-from zoo.blocks.attention import FLOAT32_CPU_MAX_KEYS, LOW_PRECISION_CPU_MAX_KEYS
+from zoo.blocks.attention import FLOAT32_CPU_MAX_KEYS, FLOAT32_CPU_MIN_SCORES, LOW_PRECISION_CPU_MAX_KEYS
 
 B, T, S, D, H = 3, 7, 5, 16, 4
 
@@ -177,24 +177,34 @@ def test_short_bf16_attention_on_the_cpu_is_written_out_and_equals_the_fused_ker
     torch.testing.assert_close(written_grad, x.grad, atol=0.1, rtol=0.1)
 
 
-@pytest.mark.parametrize("keys", [14, FLOAT32_CPU_MAX_KEYS, FLOAT32_CPU_MAX_KEYS + 1])
+@pytest.mark.parametrize(
+    "rows, keys, written",
+    [
+        (12, 14, True),  # 12 x 4 x 14 x 14 scores: past FLOAT32_CPU_MIN_SCORES
+        (12, FLOAT32_CPU_MAX_KEYS, True),
+        (12, FLOAT32_CPU_MAX_KEYS + 1, False),
+        (3, 14, False),  # too few scores: one kernel call is cheaper
+    ],
+)
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_short_float32_attention_on_the_cpu_is_written_out_and_equals_the_fused_kernel(
-    keys, is_causal, monkeypatch
+    rows, keys, written, is_causal, monkeypatch
 ):
-    """In float32 on a CPU, up to FLOAT32_CPU_MAX_KEYS keys skip the fused kernel (no faster
-    there), with its result and gradients (the kernel's, in float64)."""
+    """In float32 on a CPU, attention over few keys (FLOAT32_CPU_MAX_KEYS) with enough scores
+    (FLOAT32_CPU_MIN_SCORES) skips the fused kernel (no faster there), with its result and
+    gradients (the kernel's, in float64)."""
+    assert (rows * H * keys * keys >= FLOAT32_CPU_MIN_SCORES) == (rows == 12)
     torch.manual_seed(0)
     module = MultiHeadAttention(D, H).train()
-    x = torch.randn(3, keys, D, requires_grad=True)
-    mask = None if is_causal else lengths_mask(torch.tensor([keys, keys // 2, 3]), keys)
+    x = torch.randn(rows, keys, D, requires_grad=True)
+    mask = None if is_causal else lengths_mask(torch.randint(1, keys + 1, (rows,)), keys)
     calls = []
     real = attention_module.F.scaled_dot_product_attention
     monkeypatch.setattr(attention_module.F, "scaled_dot_product_attention",
                         lambda *a, **k: calls.append(1) or real(*a, **k))  # fmt: skip
     out = module(x, mask=mask, is_causal=is_causal)
     monkeypatch.undo()
-    assert bool(calls) == (keys > FLOAT32_CPU_MAX_KEYS)
+    assert bool(calls) != written
     (grad,) = torch.autograd.grad(out.square().sum(), x)
     x64 = x.detach().double().requires_grad_(True)
     expected = copy.deepcopy(module).double()(x64, mask=mask, is_causal=is_causal)
