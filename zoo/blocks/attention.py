@@ -35,11 +35,13 @@ written-out path: torch's CPU flash kernel took 5-7x as long as the three produc
 backward, over 65-128 keys, and 1.1-2.4x as long at 256 (two runs); it wins on long causal
 sequences (1,024 keys: half their time).
 bench/results/attention_bf16_cpu.md."""
-FLOAT32_CPU_MAX_KEYS = 64
+FLOAT32_CPU_MAX_KEYS = 16
 """The same in float32, over fewer keys: forward and backward over the 14-15 keys of a Multi30k
-batch (253 sentences, 4 heads) took the kernel 18-19 ms and the written-out path 11-13 (its
-softmax padded, zoo.blocks.softmax); the two were level at 32-64 keys, and at 128 the kernel
-won (16 against 18 ms). bench/results/attention_short_keys_cpu.md."""
+batch (253 sentences, 4 heads) took the kernel 17-18 ms and the written-out path 10-12, its
+softmax padded (zoo.blocks.softmax: torch's own takes a slow path under 16 keys). Inside the
+model the written-out products copy q, k and v, which the kernel reads in place: the Multi30k
+model's step ran 1.015-1.06x faster written out at 10-14 keys, 1.00-1.01x at 30 (one and two
+threads; bench/results/attention_short_keys_cpu.md)."""
 FLOAT32_CPU_MIN_SCORES = 8192
 """...and over at least this many scores (batch x heads x queries x keys): below it the one
 kernel call beats the written-out path's several (2 x 4 x 14 x 14 scores: 0.13-0.16 against
