@@ -1,7 +1,9 @@
 """Attention over few keys on the CPU in float32: the measurements behind zoo.blocks.softmax and
 `FLOAT32_CPU_MAX_KEYS` (zoo.blocks.attention).
 
-    python -m bench.short_attention [--threads 1] [--out bench/results/attention_short_keys_cpu.md]
+    python -m bench.short_attention [--threads 1] [--out bench/results]
+
+writes OUT/attention_short_keys_cpu_tTHREADS.{json,md} (OUT: runs/bench unless told).
 
 Three tables, each the median of interleaved calls in one process:
 1. softmax over the last dimension, forward + backward, ns an element: torch's, and padded to
@@ -18,12 +20,12 @@ Three tables, each the median of interleaved calls in one process:
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import zoo.blocks.attention as attention
+from bench.output import add_out_option, publish
 from bench.timing import cpu, interleaved_medians
 from zoo.blocks.softmax import softmax_last
 from zoo.models import ModelConfig, build_model
@@ -39,16 +41,17 @@ SHAPES = [  # B, H, T, S, causal: Multi30k's self-, causal and cross-attention, 
     (32, 4, 64, 64, False),
     (16, 4, 128, 128, False),
 ]
+SOURCE_LENGTHS = (10, 14, 20, 30)  # Multi30k's sentences run 10-15 pieces; the translation bench's 30
 
 
-def softmax_rows(repeats: int) -> list[str]:
-    rows = ["| width | torch ns/element | padded ns/element |", "|---|---|---|"]
-    elements = 1 << 20
+def softmax_rows(repeats: int) -> list[dict]:
+    """ns an element, forward and backward, of torch's softmax and the padded one, by width."""
+    rows, elements = [], 1 << 20
     for width in WIDTHS:
         x = torch.randn(elements // width, width, requires_grad=True)
         fns = {"torch": _backward(_torch_softmax, x), "padded": _backward(softmax_last, x)}
-        ns = {name: sec * 1e9 / elements for name, sec in interleaved_medians(fns, repeats=repeats).items()}
-        rows.append(f"| {width} | {ns['torch']:.2f} | {ns['padded']:.2f} |")
+        seconds = interleaved_medians(fns, repeats=repeats)
+        rows.append({"width": width, **{f"{k}_ns": v * 1e9 / elements for k, v in seconds.items()}})
     return rows
 
 
@@ -61,15 +64,17 @@ def _backward(softmax, x: torch.Tensor):
     return lambda: softmax(x).backward(grad)
 
 
-def attention_rows(repeats: int) -> list[str]:
-    rows = ["| B, H, T, S | causal | fused kernel ms | written out ms |", "|---|---|---|---|"]
+def attention_rows(repeats: int) -> list[dict]:
+    """ms of the fused kernel and the written-out path, forward and backward, on raw tensors."""
+    rows = []
     for b, h, t, s, causal in SHAPES:
         qkv = [torch.randn(b, h, n, 64, requires_grad=True) for n in (t, s, s)]
         mask = None if causal else torch.rand(b, 1, 1, s) > 0.1
         fns = {name: _attention(fn, qkv, mask, causal) for name, fn in PATHS.items()}
-        ms = {name: 1e3 * sec for name, sec in interleaved_medians(fns, repeats=repeats).items()}
-        causal_cell = "yes" if causal else "no"
-        rows.append(f"| {b}, {h}, {t}, {s} | {causal_cell} | {ms['fused']:.2f} | {ms['written']:.2f} |")
+        seconds = interleaved_medians(fns, repeats=repeats)
+        rows.append(
+            {"shape": [b, h, t, s], "causal": causal, **{f"{k}_ms": v * 1e3 for k, v in seconds.items()}}
+        )
     return rows
 
 
@@ -89,10 +94,7 @@ def _attention(fn, qkv: list[torch.Tensor], mask, causal: bool):
     return lambda: fn(*qkv, mask, causal).backward(grad)
 
 
-SOURCE_LENGTHS = (10, 14, 20, 30)  # Multi30k's sentences run 10-15 pieces; the translation bench's 30
-
-
-def training_rows(repeats: int) -> list[str]:
+def training_rows(repeats: int) -> list[dict]:
     """The whole step with attention written out up to 64 keys against the kernel everywhere,
     at several sentence lengths (batches of ~3,800 target tokens): where the limit pays."""
     torch.manual_seed(0)
@@ -101,11 +103,7 @@ def training_rows(repeats: int) -> list[str]:
     )
     model = build_model(cfg, 8000, 8000, 0).train()
     optimizer = build_optimizer(model, OptimConfig(name="adam", lr=1e-4, betas=[0.9, 0.98]))
-    rows = [
-        "| source length | sentences | kernel everywhere s | written out up to 64 keys s | ratio |",
-        "|---|---|---|---|---|",
-    ]
-    kept = attention.FLOAT32_CPU_MAX_KEYS
+    rows, kept = [], attention.FLOAT32_CPU_MAX_KEYS
     try:
         for length in SOURCE_LENGTHS:
             batch = 3800 // (length + 1)
@@ -114,9 +112,10 @@ def training_rows(repeats: int) -> list[str]:
                 "fused": _step(model, optimizer, src, tgt, 0),
                 "written": _step(model, optimizer, src, tgt, 64),
             }
-            s = interleaved_medians(steps, repeats=repeats)
-            ratio = s["fused"] / s["written"]
-            rows.append(f"| {length} | {batch} | {s['fused']:.3f} | {s['written']:.3f} | {ratio:.3f}x |")
+            seconds = interleaved_medians(steps, repeats=repeats)
+            rows.append(
+                {"source_length": length, "sentences": batch, **{f"{k}_s": v for k, v in seconds.items()}}
+            )
     finally:
         attention.FLOAT32_CPU_MAX_KEYS = kept
     return rows
@@ -132,29 +131,49 @@ def _step(model, optimizer, src: torch.Tensor, tgt: torch.Tensor, max_keys: int)
     return run
 
 
+def page(record: dict) -> list[str]:
+    lines = [f"{record['machine']}; {record['threads']} thread(s), torch {record['torch']}", ""]
+    lines += ["| width | torch ns/element | padded ns/element |", "|---|---|---|"]
+    lines += [f"| {r['width']} | {r['torch_ns']:.2f} | {r['padded_ns']:.2f} |" for r in record["softmax"]]
+    lines += ["", "| B, H, T, S | causal | fused kernel ms | written out ms |", "|---|---|---|---|"]
+    lines += [
+        f"| {', '.join(map(str, r['shape']))} | {'yes' if r['causal'] else 'no'} | {r['fused_ms']:.2f} | "
+        f"{r['written_ms']:.2f} |"
+        for r in record["attention"]
+    ]
+    lines += [
+        "",
+        "| source length | sentences | kernel everywhere s | written out up to 64 keys s | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['source_length']} | {r['sentences']} | {r['fused_s']:.3f} | {r['written_s']:.3f} | "
+        f"{r['fused_s'] / r['written_s']:.3f}x |"
+        for r in record["training"]
+    ]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--out", default="", help="also write the tables to this markdown file")
+    add_out_option(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     named = ("Model name", "CPU family", "Model:")
-    machine = "; ".join(" ".join(line.split()) for line in cpu().splitlines() if line.startswith(named))
-    lines = [
-        f"{machine}; {args.threads} thread(s), torch {torch.__version__}",
-        "",
-        *softmax_rows(args.repeats),
-        "",
-        *attention_rows(args.repeats),
-        "",
-        *training_rows(max(3, args.repeats // 3)),
-    ]
-    print("\n".join(lines))
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+    record = {
+        "machine": "; ".join(" ".join(line.split()) for line in cpu().splitlines() if line.startswith(named)),
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "command": f"python -m bench.short_attention --threads {args.threads} --repeats {args.repeats}",
+        "softmax": softmax_rows(args.repeats),
+        "attention": attention_rows(args.repeats),
+        "training": training_rows(max(3, args.repeats // 3)),
+    }
+    publish(record, args.out, f"attention_short_keys_cpu_t{args.threads}", page(record))
 
 
 if __name__ == "__main__":
