@@ -20,13 +20,14 @@ Three tables, each the median of interleaved calls in one process:
 from __future__ import annotations
 
 import argparse
+import sys
 
 import torch
 import torch.nn.functional as F
 
 import zoo.blocks.attention as attention
 from bench.output import add_out_option, publish
-from bench.timing import cpu, interleaved_medians
+from bench.timing import cpu, cpu_model, interleaved_medians
 from zoo.blocks.softmax import softmax_last
 from zoo.models import ModelConfig, build_model
 from zoo.train.config import OptimConfig
@@ -132,7 +133,10 @@ def _step(model, optimizer, src: torch.Tensor, tgt: torch.Tensor, max_keys: int)
 
 
 def page(record: dict) -> list[str]:
-    lines = [f"{record['machine']}; {record['threads']} thread(s), torch {record['torch']}", ""]
+    lines = [
+        f"`{record['command']}`: {record['cpu']}, {record['threads']} thread(s), torch {record['torch']}",
+        "",
+    ]
     lines += ["| width | torch ns/element | padded ns/element |", "|---|---|---|"]
     lines += [f"| {r['width']} | {r['torch_ns']:.2f} | {r['padded_ns']:.2f} |" for r in record["softmax"]]
     lines += ["", "| B, H, T, S | causal | fused kernel ms | written out ms |", "|---|---|---|---|"]
@@ -163,12 +167,12 @@ def main() -> None:
     add_out_option(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    named = ("Model name", "CPU family", "Model:")
     record = {
-        "machine": "; ".join(" ".join(line.split()) for line in cpu().splitlines() if line.startswith(named)),
+        "command": "python -m bench.short_attention " + " ".join(sys.argv[1:]),
+        "cpu": cpu_model(),
+        "lscpu": cpu(),
         "threads": args.threads,
         "torch": torch.__version__,
-        "command": f"python -m bench.short_attention --threads {args.threads} --repeats {args.repeats}",
         "softmax": softmax_rows(args.repeats),
         "attention": attention_rows(args.repeats),
         "training": training_rows(max(3, args.repeats // 3)),

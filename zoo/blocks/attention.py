@@ -40,7 +40,7 @@ FLOAT32_CPU_MAX_KEYS = 16
 batch (253 sentences, 4 heads) took the kernel 17-18 ms and the written-out path 10-12, its
 softmax padded (zoo.blocks.softmax: torch's own takes a slow path under 16 keys). Inside the
 model the written-out products copy q, k and v, which the kernel reads in place: the Multi30k
-model's step ran 1.01-1.06x faster written out at 10-14 keys, 1.00-1.02x at 30 (one and two
+model's step ran 1.01-1.06x faster written out at 10-14 keys, 0.99-1.02x at 30 (one and two
 threads; bench/results/attention_short_keys_cpu.md)."""
 FLOAT32_CPU_MIN_SCORES = 8192
 """...and over at least this many scores (batch x heads x queries x keys): below it the one
