@@ -149,6 +149,6 @@ def beam_search_lm(
         active, limit, live_scores = active[keep], limit[keep], live_scores[keep]
         finished.select(keep)
         state.select(parents.gather(1, keep_pairs)[keep].view(-1))
-        state.append(tokens.gather(1, keep_pairs)[keep].view(-1))
+        state.append(tokens.gather(1, keep_pairs)[keep].view(-1, 1))
         logits = state.next_logits()
     return [hypothesis for best in outputs for hypothesis in best]

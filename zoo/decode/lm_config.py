@@ -76,10 +76,17 @@ class GenerationConfig:
             "is a graph of its own under compile)"
         },
     )
+    steps_per_call: int = field(
+        default=0,
+        metadata={
+            "help": "static cache, greedy: one-token steps run per call, their ids chosen inside it "
+            "(0 = 4 where the compiled CPU step's products are all int8, else 1; zoo.decode.lm_static)"
+        },
+    )
 
     def check(self) -> None:
         positive = {"max_new_tokens": 1, "num_beams": 1, "num_return_sequences": 1}
-        non_negative = ("min_new_tokens", "top_k", "no_repeat_ngram_size")
+        non_negative = ("min_new_tokens", "top_k", "no_repeat_ngram_size", "steps_per_call")
         for key, low in [*positive.items(), *((key, 0) for key in non_negative)]:
             if getattr(self, key) < low:
                 raise Invalid(key, f"must be at least {low}, not {getattr(self, key)}")
@@ -120,5 +127,23 @@ class GenerationConfig:
             raise Invalid("max_cache_len", "sizes the static cache: set cache_implementation static")
         if self.compile and self.cache_implementation != "static":
             raise Invalid("compile", "compiles the static cache's step: set cache_implementation static")
+        if self.steps_per_call > 1:
+            self.check_steps_per_call()
         if any(not isinstance(s, str) or not s for s in self.stop_strings):
             raise Invalid("stop_strings", f"must be non-empty strings, not {self.stop_strings!r}")
+
+    def check_steps_per_call(self) -> None:
+        if self.cache_implementation != "static":
+            raise Invalid("steps_per_call", "runs steps on the static cache: set cache_implementation static")
+        if not self.greedy_biases_only():
+            raise Invalid(
+                "steps_per_call",
+                "chooses ids greedily inside the call, where only min_new_tokens applies: set do_sample "
+                "false, repetition_penalty 1 and no_repeat_ngram_size 0",
+            )
+
+    def greedy_biases_only(self) -> bool:
+        """Whether this is greedy search whose only logits processor is min_new_tokens' ban on EOS,
+        which several steps a call apply as a bias (zoo.decode.lm_static.greedy_steps); the other
+        processors read the growing sequences."""
+        return not self.do_sample and self.repetition_penalty == 1.0 and not self.no_repeat_ngram_size

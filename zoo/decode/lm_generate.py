@@ -26,9 +26,9 @@ from torch import Tensor
 from zoo.decode.lm_beam import beam_search_lm
 from zoo.decode.lm_config import GenerationConfig
 from zoo.decode.lm_state import CausalLM, LMState
-from zoo.decode.lm_static import StaticLMState
+from zoo.decode.lm_static import StaticLMState, steps_per_call
 from zoo.decode.lm_stopping import Stopping, new_token_limits
-from zoo.decode.logits_processors import process, warp
+from zoo.decode.logits_processors import greedy_biases, process, warp
 
 
 def check_prompts(model: CausalLM, prompts: list[list[int]]) -> None:
@@ -99,15 +99,18 @@ def _state(
         return LMState(model, prompts, pad_id=_pad_id(config), use_cache=use_cache)
     if not use_cache:
         raise ValueError("cache_implementation 'static' needs use_cache")
-    needed = max(len(p) for p in prompts) + max(limits)  # the last column left padding may push
+    steps = steps_per_call(model, config, model.output_weight.device)
+    # A call's last steps may pass the longest row's end (their ids ignored): they need columns too.
+    needed = max(len(p) for p in prompts) + max(limits) + steps - 1
     if config.max_cache_len and config.max_cache_len < needed:
         raise ValueError(
-            f"max_cache_len {config.max_cache_len} cannot hold the prompts' {needed - max(limits)} "
-            f"columns and {max(limits)} new tokens"
+            f"max_cache_len {config.max_cache_len} cannot hold the prompts' {max(len(p) for p in prompts)} "
+            f"columns and {needed - max(len(p) for p in prompts)} new ({max(limits)} tokens, "
+            f"{steps} steps a call)"
         )
     return StaticLMState(
         model, prompts, pad_id=_pad_id(config), length=config.max_cache_len or static_length(needed),
-        compile=config.compile,
+        compile=config.compile, steps_per_call=steps,
     )  # fmt: skip
 
 
@@ -134,24 +137,35 @@ def _one_per_row(
     limits: list[int],
     on_token: Callable[[int], None] | None,
 ) -> list[list[int]]:
-    """Greedy search or sampling: one id per row and step until every row has ended. Ended rows
-    leave the batch, except on a static cache, where they stay, ignored."""
+    """Greedy search or sampling: one id per row and step (several a call where the static state
+    runs several steps a call) until every row has ended. Ended rows leave the batch, except on
+    a static cache, where they stay, ignored."""
     device = state.tokens.device
     done = torch.zeros(len(limits), dtype=torch.bool, device=device)
     generator = torch.Generator(device=device).manual_seed(config.seed) if config.do_sample else None
     active = torch.arange(len(limits), device=device)  # each row's prompt
     row_limits = torch.tensor(limits, device=device)
     outputs: list[list[int]] = [[] for _ in limits]
-    for step in range(max(limits)):
-        scores = process(state.next_logits(), state.tokens, state.real, step, config)
-        chosen = _pick(scores, config, generator)
+    steps = getattr(state, "steps_per_call", 1)
+    while True:
+        generated = state.generated.shape[1]
+        if generated and steps > 1:
+            biases = greedy_biases(config, generated, steps, state.model.vocab_size, device)
+            chosen = state.next_greedy_ids(biases)
+        else:
+            scores = process(state.next_logits(), state.tokens, state.real, generated, config)
+            chosen = _pick(scores, config, generator)[:, None]
         state.append(chosen)
+        new = chosen.shape[1]
+        ends = stopping.first_end(state.generated, row_limits, new)  # (N,) in 0..new, new: none
         if on_token is not None:
-            on_token(int(chosen[0]))
-        ended = stopping.ended(state.generated, row_limits) & ~done
+            for token in chosen[0, : int(ends[0]) + 1].tolist():
+                on_token(token)
+        ended = (ends < new) & ~done
         if ended.any():
             for row in ended.nonzero().squeeze(1).tolist():
-                outputs[int(active[row])] = state.generated[row].tolist()
+                kept = generated + int(ends[row]) + 1
+                outputs[int(active[row])] = state.generated[row, :kept].tolist()
             if state.keeps_rows:
                 done |= ended
                 if done.all():

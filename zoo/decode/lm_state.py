@@ -113,10 +113,10 @@ class LMState:
         return self.model.logits(hidden[:, -1]).float()  # only the last position's logits
 
     def append(self, tokens: Tensor) -> None:
-        """Extend every row by one id, tokens (N,)."""
-        self.tokens = torch.cat([self.tokens, tokens[:, None]], dim=1)
-        self.real = torch.cat([self.real, self.real.new_ones(self.real.shape[0], 1)], dim=1)
-        self.lengths = self.lengths + 1
+        """Extend every row by k ids, tokens (N, k)."""
+        self.tokens = torch.cat([self.tokens, tokens], dim=1)
+        self.real = torch.cat([self.real, self.real.new_ones(tokens.shape)], dim=1)
+        self.lengths = self.lengths + tokens.shape[1]
 
     def select(self, rows: Tensor) -> None:
         """Keep the rows `rows` (N',), in that order, repeats allowed: rows leaving the batch, beams

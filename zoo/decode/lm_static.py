@@ -8,7 +8,8 @@ where a small model's decoding waits on the host launching them), on the CPU wit
 weights frozen into the graph (`compiled_step`). Rows that end stay in the batch,
 their further ids ignored, since leaving would change the shapes; positions past the context are
 clamped for those rows only. Hugging Face's `cache_implementation="static"` with a compiled
-forward is the same design.
+forward is the same design. Greedy search may run several steps a call (`greedy_steps`, choosing
+each step's id inside the call), which pays the call's fixed costs once for all of them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import Tensor, nn
 
+from zoo.blocks.linear import product_weights
 from zoo.blocks.static_cache import StaticCausalCache
+from zoo.decode.lm_config import GenerationConfig
 from zoo.decode.lm_state import CausalLM, LMState
 
 
@@ -36,6 +39,45 @@ def static_step(model: CausalLM, ids: Tensor, positions: Tensor, cache: StaticCa
     return logits
 
 
+def greedy_steps(
+    model: CausalLM, ids: Tensor, positions: Tensor, cache: StaticCausalCache, biases: Tensor
+) -> Tensor:
+    """K = len(biases) greedy steps in one call: ids (N, 1) at positions (N, 1) -> each step's
+    ids (N, K), the argmax of its logits plus its row of `biases` (K, V:
+    zoo.decode.logits_processors.greedy_biases); the cache advanced K positions, each row's
+    position clamped to the context as StaticLMState clamps it."""
+    chosen = []
+    for bias in biases.unbind(0):
+        logits = static_step(model, ids, positions, cache)
+        ids = (logits + bias).argmax(dim=-1, keepdim=True)
+        chosen.append(ids)
+        positions = (positions + 1).clamp(max=model.max_len - 1)
+    return torch.cat(chosen, dim=1)
+
+
+# Steps a compiled CPU call runs where its products are all int8 (`steps_per_call`). Each call
+# pays dynamo's guard lookup and wrappers, and each step outside one the generation loop's eager
+# work (processing, argmax, appending, stopping): GPT mini int8 at one row and one thread ran
+# 0.73-0.83x the time with 4 steps a call, 0.77-0.87x with 8 (the same ids; Zen 4, scratch runs
+# interleaved with one step a call), 0.87x at 8 rows. 4 because compiling grows with the steps:
+# 6 -> 13 s at one row and 11 -> 25 s at 8 rows with 4, 139 s at 8 rows with 8.
+# Float weights are another matter: freezing packs a weight for inductor's own product kernels
+# once per product in the graph, so a call of K steps holds K packed copies of each, and beyond
+# the smallest models reading them costs more than the call saves (GPT mini, one row: 2 steps a
+# call took 1.16x the time of one; GPT micro 0.79x with 2, 1.2x with 8). int8 products
+# (zoo.quantize, `torch._int_mm`) read the one int8 weight in place in every step.
+INT8_STEPS_PER_CALL = 4
+
+
+def steps_per_call(model: nn.Module, config: GenerationConfig, device: torch.device) -> int:
+    """`config.steps_per_call`, or where it is 0 INT8_STEPS_PER_CALL for a compiled CPU step of
+    greedy search that multiplies no float weight (zoo.blocks.linear.product_weights), else 1."""
+    if config.steps_per_call:
+        return config.steps_per_call
+    unrolled = config.compile and device.type == "cpu" and config.greedy_biases_only()
+    return INT8_STEPS_PER_CALL if unrolled and not product_weights(model) else 1
+
+
 # On the CPU inductor may fold the weights into the step's graph as constants (freezing) and then
 # multiply by them with C++ GEMM kernels of its own, their weights packed at compile time and each
 # chosen over aten's by timing it (max_autotune, the CPP backend). A one-row step of GPT micro ran
@@ -43,28 +85,29 @@ def static_step(model: CausalLM, ids: Tensor, positions: Tensor, cache: StaticCa
 # docs/gpt.md). dynamo reads `freezing` as it traces: `_tracing` sets these around the steps that
 # may trace.
 CPU_FROZEN = {"freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP,ATEN"}
-# model -> (weights_key when its step was compiled, that step)
+# model -> {step function's name: (weights_key when it was compiled, the compiled step)}
 _cpu_steps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def compiled_step(model: nn.Module, device: torch.device) -> Callable[..., Tensor]:
-    """`static_step` under torch.compile: one graph (fullgraph) for every step of a batch shape
-    (on the CPU one for one row and one for any two or more: `_tracing`); CUDA graphs on CUDA.
-    On the CPU the graph computes with the weights it froze, so each model
-    gets a step of its own, made anew once any of its tensors changed (`weights_key`): dynamo
-    keeps the graphs of a copy of the step's code apart from every other copy's."""
+def compiled_step(
+    model: nn.Module, device: torch.device, step: Callable[..., Tensor] = static_step
+) -> Callable[..., Tensor]:
+    """`step` (static_step or greedy_steps) under torch.compile: one graph (fullgraph) for every
+    call of a batch shape (on the CPU one for one row and one for any two or more: `_tracing`);
+    CUDA graphs on CUDA. On the CPU the graph computes with the weights it froze, so each model
+    gets steps of its own, made anew once any of its tensors changed (`weights_key`): dynamo
+    keeps the graphs of a copy of a function's code apart from every other copy's."""
     if device.type != "cpu":
         mode = "reduce-overhead" if device.type == "cuda" else None
-        return torch.compile(static_step, fullgraph=True, dynamic=False, mode=mode)
+        return torch.compile(step, fullgraph=True, dynamic=False, mode=mode)
     key = weights_key(model)
-    held = _cpu_steps.get(model)
+    steps = _cpu_steps.setdefault(model, {})
+    held = steps.get(step.__name__)
     if held is None or held[0] != key:
-        own = types.FunctionType(
-            static_step.__code__.replace(), static_step.__globals__, static_step.__name__
-        )
+        own = types.FunctionType(step.__code__.replace(), step.__globals__, step.__name__)
         # dynamic=None so that the rows `_tracing` marks dynamic stay a symbol; it keeps every
         # other shape static.
-        held = _cpu_steps[model] = (key, torch.compile(own, fullgraph=True, dynamic=None))
+        held = steps[step.__name__] = (key, torch.compile(own, fullgraph=True, dynamic=None))
     return held[1]
 
 
@@ -77,20 +120,31 @@ def weights_key(model: nn.Module) -> tuple[tuple[int, int], ...]:
 
 class StaticLMState(LMState):
     """LMState whose steps after the prefill run on a StaticCausalCache of `length` positions
-    (at least the padded prompt width plus the most new ids of any row).
+    (at least the padded prompt width plus the most new ids of any row, plus steps_per_call - 1:
+    a call's last steps may run past a row's end, their ids ignored).
 
     Args:
         compile: run the steps under torch.compile (`compiled_step`).
+        steps_per_call: steps a call after the prefill (more than 1: greedy search only, its ids
+            from `next_greedy_ids`, `greedy_steps`).
     """
 
     keeps_rows = True
 
     def __init__(
-        self, model: CausalLM, prompts: list[list[int]], *, pad_id: int, length: int, compile: bool = False
+        self,
+        model: CausalLM,
+        prompts: list[list[int]],
+        *,
+        pad_id: int,
+        length: int,
+        compile: bool = False,
+        steps_per_call: int = 1,
     ) -> None:
         super().__init__(model, prompts, pad_id=pad_id, use_cache=True)
-        self.length = length
-        self.step = compiled_step(model, self.tokens.device) if compile else static_step
+        self.length, self.steps_per_call = length, steps_per_call
+        step = greedy_steps if steps_per_call > 1 else static_step
+        self.step = compiled_step(model, self.tokens.device, step) if compile else step
         self.compiled = compile
         self.frozen = compile and self.tokens.device.type == "cpu"
         self.guarded = False  # whether a compiled step has run with its guards checked
@@ -103,6 +157,15 @@ class StaticLMState(LMState):
                 for tensor in self.cache.tensors():
                     torch._dynamo.mark_static_address(tensor)
             return logits
+        return self._call()
+
+    def next_greedy_ids(self, biases: Tensor) -> Tensor:
+        """(N, K) every row's next K = steps_per_call ids, after the prefill (`greedy_steps`;
+        biases (K, V) from zoo.decode.logits_processors.greedy_biases)."""
+        return self._call(biases)
+
+    def _call(self, *biases: Tensor) -> Tensor:
+        """The step after the newest ids: static_step, or greedy_steps given the biases."""
         if not self.frozen:  # frozen weights are packed for inductor's own kernels
             self.one_row_layout()
         positions = (self.lengths - 1).clamp(max=self.model.max_len - 1)[:, None]
@@ -120,7 +183,7 @@ class StaticLMState(LMState):
             stance = contextlib.nullcontext()
         self.guarded = self.compiled
         with stance:
-            return self.step(self.model, newest, positions, self.cache)
+            return self.step(self.model, newest, positions, self.cache, *biases)
 
     def select(self, rows: Tensor) -> None:
         raise ValueError("a static cache keeps every row: its shapes never change")

@@ -76,6 +76,20 @@ def process(
     return scores
 
 
+def greedy_biases(
+    config: GenerationConfig, first_step: int, steps: int, vocab: int, device: torch.device
+) -> Tensor:
+    """(steps, V) float32: what `process` does to greedy logits at `steps` consecutive steps from
+    `first_step` ids generated, as biases to add, for a config where that is at most
+    min_new_tokens' ban on EOS (GenerationConfig.greedy_biases_only): -inf at EOS while it is
+    banned, as `process` writes it, and 0 elsewhere, which leaves each logit as it is."""
+    biases = torch.zeros(steps, vocab, device=device)
+    banned = min(steps, config.min_new_tokens - first_step)
+    if config.eos_id is not None and banned > 0:
+        biases[:banned, config.eos_id] = float("-inf")
+    return biases
+
+
 def top_p_filter(logits: Tensor, top_p: float, *, min_tokens_to_keep: int = 1) -> Tensor:
     """Nucleus filtering as Hugging Face's TopPLogitsWarper computes it: sorted from the least
     probable up, the ids whose cumulative probability stays at most 1 - top_p are dropped, the

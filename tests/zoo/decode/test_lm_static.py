@@ -3,24 +3,28 @@ for every one-token step."""
 
 from __future__ import annotations
 
+import copy
+from dataclasses import asdict
+
 import pytest
 import torch
 import torch._dynamo as dynamo
 
-from tests.zoo.decode.test_lm_generate import CONFIGS, eos_choices, random_gpt, random_prompts
+from tests.zoo.decode.test_lm_generate import CONFIGS, eos_choices, random_gpt, random_prompts, two_chars
 from zoo.blocks import linear as linear_module
 from zoo.blocks.linear import backend
 from zoo.config import Invalid
 from zoo.decode import GenerationConfig, generate, lm_static
 from zoo.decode.lm_generate import static_length as lm_static_length
+from zoo.quantize import quantize_int8
 
 STATIC = {"cache_implementation": "static"}
 
 
-def eager_step(model, device):
+def eager_step(model, device, step=lm_static.static_step):
     """lm_static.compiled_step's CPU compile on dynamo's eager backend: it traces as inductor
     would (rows marked dynamic included), without its code generation (minutes on this CPU)."""
-    return torch.compile(lm_static.static_step, fullgraph=True, dynamic=None, backend="eager")
+    return torch.compile(step, fullgraph=True, dynamic=None, backend="eager")
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -210,3 +214,85 @@ def test_cpu_steps_read_only_the_columns_written(compiled, monkeypatch):
     config = GenerationConfig(max_new_tokens=8, compile=compiled, **STATIC)
     assert generate(model, prompts, config) == expected
     dynamo.reset()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("steps", [2, 3])
+def test_several_steps_a_call_give_the_growing_caches_ids(steps, compiled, monkeypatch):
+    """Rows ending at EOS inside a call, min_new_tokens' ban on EOS lifted inside one, limits
+    that are no multiple of the steps, a row stopped by the context's end (max_len 48), stop
+    strings completed inside a call, and one prompt streamed: the ids of one step at a time on
+    the growing cache, traced as one graph (dynamo's eager backend) that never recompiles."""
+    if compiled:
+        monkeypatch.setattr(lm_static, "compiled_step", eager_step)
+        dynamo.reset()
+    model = random_gpt()
+    prompts = random_prompts((5, 2, 8, 1, 44))
+    eos = eos_choices(model, prompts, 6)["emitted"]
+    free = generate(model, prompts, GenerationConfig(max_new_tokens=12))
+    stop = two_chars(free[1])[7:10]  # across two ids
+    several = {**STATIC, "steps_per_call": steps, "compile": compiled}
+    for config in (
+        dict(max_new_tokens=7, eos_id=eos),
+        dict(max_new_tokens=8, eos_id=eos, min_new_tokens=4),
+        dict(max_new_tokens=12, stop_strings=[stop]),
+    ):
+        expected = generate(model, prompts, GenerationConfig(**config), decode=two_chars)
+        with dynamo.config.patch(error_on_recompile=compiled):
+            got = generate(model, prompts, GenerationConfig(**config, **several), decode=two_chars)
+        assert got == expected
+    assert [len(row) for row in expected] != [12] * 5  # the stop string ended some rows early
+    streamed: list[int] = []
+    config = dict(max_new_tokens=8, eos_id=eos)
+    (out,) = generate(model, prompts[:1], GenerationConfig(**config, **several), on_token=streamed.append)
+    assert streamed == out == generate(model, prompts[:1], GenerationConfig(**config))[0]
+    assert len(out) < 8  # it ended at EOS
+    dynamo.reset()
+
+
+def test_int8_models_run_four_compiled_cpu_steps_a_call_of_the_same_ids(monkeypatch):
+    """By default only where the compiled CPU step multiplies no float weight (zoo.quantize makes
+    every product int8), only for greedy search without processors that read the sequences, and
+    always as asked. Four steps a call choose what one step a call chooses (both traced alike)."""
+    monkeypatch.setattr(lm_static, "compiled_step", eager_step)
+    model = random_gpt()
+    int8 = quantize_int8(copy.deepcopy(model))
+    cpu, compiled = torch.device("cpu"), GenerationConfig(compile=True, **STATIC)
+    assert lm_static.steps_per_call(int8, compiled, cpu) == 4
+    assert lm_static.steps_per_call(model, compiled, cpu) == 1
+    for other in (dict(compile=False), dict(do_sample=True), dict(repetition_penalty=1.2)):
+        assert lm_static.steps_per_call(int8, GenerationConfig(**{**asdict(compiled), **other}), cpu) == 1
+    assert lm_static.steps_per_call(model, GenerationConfig(steps_per_call=3, **STATIC), cpu) == 3
+    prompts = random_prompts((5, 2, 8))
+    dynamo.reset()
+    config = dict(max_new_tokens=9, compile=True, **STATIC)
+    one = generate(int8, prompts, GenerationConfig(**config, steps_per_call=1))
+    four = generate(int8, prompts, GenerationConfig(**config))
+    dynamo.reset()
+    assert four == one and [len(row) for row in four] == [9, 9, 9]
+
+
+def test_the_static_cache_holds_a_calls_last_steps(monkeypatch):
+    """A call's last steps may run past the longest row's end: the cache has columns for them."""
+    model, prompts = random_gpt(), random_prompts((5, 2, 8))
+    config = dict(max_new_tokens=9, steps_per_call=4, **STATIC)
+    expected = generate(model, prompts, GenerationConfig(max_new_tokens=9))
+    assert generate(model, prompts, GenerationConfig(**config, max_cache_len=20)) == expected
+    with pytest.raises(ValueError, match="cannot hold the prompts' 8 columns and 12 new .9 tokens, 4 steps"):
+        generate(model, prompts, GenerationConfig(**config, max_cache_len=19))
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(steps_per_call=-1),
+        dict(steps_per_call=2),
+        dict(steps_per_call=2, do_sample=True, **STATIC),
+        dict(steps_per_call=2, repetition_penalty=1.3, **STATIC),
+        dict(steps_per_call=2, no_repeat_ngram_size=2, **STATIC),
+    ],
+)
+def test_several_steps_a_call_are_greedy_on_the_static_cache(settings):
+    with pytest.raises(Invalid) as error:
+        GenerationConfig(**settings).check()
+    assert error.value.key == "steps_per_call"
