@@ -201,12 +201,12 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
       mini (36 MB) 1.63x the row-major step at one thread and 2.10x at two, GPT-2 small
       (500 MB) 1.36x / 1.27x; column-major there 0.75x-1.37x.
     From two or more rows on, row-major wins at some sizes: one row only. Only the weights that
-    products read count and move (`product_weights`). Eager decoding only: a compiled CPU step
+    products read count and move (`_product_weights`). Eager decoding only: a compiled CPU step
     packs the weights for kernels of its own (zoo.decode.lm_static).
     """
     weights = []
     if backend() == "onednn":
-        weights = [p for p in product_weights(module) if p.dim() == 2 and _plain(p) and p.is_contiguous()]
+        weights = [p for p in _product_weights(module) if p.dim() == 2 and _plain(p) and p.is_contiguous()]
     if sum(p.nbytes for p in weights) > cache_bytes():
         context = _split()
     else:
@@ -215,7 +215,7 @@ def single_row_weights(module: nn.Module) -> Iterator[None]:
         yield
 
 
-def product_weights(module: nn.Module) -> list[Tensor]:
+def _product_weights(module: nn.Module) -> list[Tensor]:
     """The weights the module's products read: its nn.Linear layers' and, where it or a submodule
     names one, the output projection multiplied by (`output_product_weight`: GPT's tied
     embeddings, None once zoo.quantize gave them an int8 copy). Weights only looked up

@@ -147,42 +147,42 @@ def _one_per_row(
     row_limits = torch.tensor(limits, device=device)
     outputs: list[list[int]] = [[] for _ in limits]
     steps = getattr(state, "steps_per_call", 1)
+    generated = 0  # ids each row has had so far (ended rows of a static cache too)
     while True:
-        generated = state.generated.shape[1]
         if generated and steps > 1:
             biases = greedy_biases(config, generated, steps, state.model.vocab_size, device)
             chosen = state.next_greedy_ids(biases)
         else:
             scores = process(state.next_logits(), state.tokens, state.real, generated, config)
-            chosen = _pick(scores, config, generator)[:, None]
+            chosen = _pick(scores, config, generator)
         state.append(chosen)
-        new = chosen.shape[1]
-        ends = stopping.first_end(state.generated, row_limits, new)  # (N,) in 0..new, new: none
-        if on_token is not None:
-            for token in chosen[0, : int(ends[0]) + 1].tolist():
-                on_token(token)
-        ended = (ends < new) & ~done
-        if ended.any():
+        for column in chosen[0].tolist() if on_token is not None else range(chosen.shape[1]):
+            # each new id in turn, as one step at a time would have given it
+            generated += 1
+            so_far = state.generated[:, :generated]
+            if on_token is not None:
+                on_token(column)
+            ended = stopping.ended(so_far, row_limits) & ~done
+            if not ended.any():
+                continue
             for row in ended.nonzero().squeeze(1).tolist():
-                kept = generated + int(ends[row]) + 1
-                outputs[int(active[row])] = state.generated[row, :kept].tolist()
+                outputs[int(active[row])] = so_far[row].tolist()
             if state.keeps_rows:
                 done |= ended
                 if done.all():
-                    break
+                    return outputs
                 continue
             if ended.all():
-                break
-            keep = (~ended).nonzero().squeeze(1)  # ended rows leave the batch
+                return outputs
+            keep = (~ended).nonzero().squeeze(1)  # ended rows leave the batch (one id a step here)
             active, row_limits, done = active[keep], row_limits[keep], done[keep]
             state.select(keep)
-    return outputs
 
 
 def _pick(scores: Tensor, config: GenerationConfig, generator: torch.Generator | None) -> Tensor:
-    """(N, V) processed scores -> (N,) the next ids: the argmax, or a draw from the warped
+    """(N, V) processed scores -> (N, 1) the next ids: the argmax, or a draw from the warped
     distribution."""
     if not config.do_sample:
-        return scores.argmax(dim=-1)
+        return scores.argmax(dim=-1, keepdim=True)
     probs = warp(scores, config).softmax(dim=-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+    return torch.multinomial(probs, 1, generator=generator)

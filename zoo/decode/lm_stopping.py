@@ -41,31 +41,13 @@ class Stopping:
             generated: (R, t) each row's new ids, the one just chosen last.
             limits: (R,) the most new ids each row may have.
         """
-        return self.ends(generated, limits, 1)[:, 0]
-
-    def first_end(self, generated: Tensor, limits: Tensor, new: int) -> Tensor:
-        """(R,) long: the column among the last `new` ids of each row (0 to new - 1) whose id ends
-        it, `new` where none does (several steps a call append several ids at once)."""
-        ends = self.ends(generated, limits, new)
-        return torch.where(ends.any(dim=1), ends.int().argmax(dim=1), new)
-
-    def ends(self, generated: Tensor, limits: Tensor, new: int) -> Tensor:
-        """(R, new) bool: whether each row would end at each of its last `new` ids."""
-        total = generated.shape[1]
-        counts = torch.arange(total - new + 1, total + 1, device=generated.device)  # new ids up to each
-        ends = limits[:, None] <= counts
+        ended = limits <= generated.shape[1]
         if self.eos_id is not None:
-            ends |= generated[:, total - new :] == self.eos_id
+            ended |= generated[:, -1] == self.eos_id
         if self.stop_strings:
             # The whole new text each time: a stop string may span many ids, and an id may end
             # inside a character that only the next one completes.
-            rows = generated.tolist()
-            hits = [
-                [
-                    any(stop in self.decode(ids[:count]) for stop in self.stop_strings)
-                    for count in counts.tolist()
-                ]
-                for ids in rows
-            ]
-            ends |= torch.tensor(hits, dtype=torch.bool, device=generated.device).view(-1, new)
-        return ends
+            texts = [self.decode(ids) for ids in generated.tolist()]
+            hits = [any(stop in text for stop in self.stop_strings) for text in texts]
+            ended |= torch.tensor(hits, device=generated.device)
+        return ended
