@@ -63,6 +63,13 @@ class GenerationOptions(VerbOptions):
             "on the CPU the weights frozen into it)"
         },
     )
+    steps_per_call: int = field(
+        default=0,
+        metadata={
+            "help": "generate: static cache, greedy: one-token steps a call runs, choosing their ids "
+            "inside it (0 = 4 where --compile on the CPU multiplies int8 weights only, else 1)"
+        },
+    )
 
     def check(self) -> None:
         """Refuses bad generation settings before a model is loaded or a prompt written."""
@@ -89,6 +96,7 @@ class GenerationOptions(VerbOptions):
             seed=self.seed,
             cache_implementation=self.cache_implementation,
             compile=self.compile,
+            steps_per_call=self.steps_per_call,
         )
         try:
             config.check()

@@ -139,6 +139,10 @@ RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results"
             (f"benchmark_zen4_filled/gpt_mini_int8_t{t}.json", f"benchmark_zen4_filled/mini_int8_t{t}")
             for t in (1, 2)
         ),
+        *(
+            (f"benchmark_zen4_steps/gpt_mini_int8_{run}.json", f"benchmark_zen4_steps/mini_int8_{run}")
+            for run in ("t1", "t1_run2", "t2")
+        ),
     ],
 )
 def test_the_recorded_tables_are_what_the_report_makes_of_their_json(source, folder, tmp_path, monkeypatch):

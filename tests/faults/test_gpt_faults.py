@@ -104,6 +104,7 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_refused(gpt_run, tmp_p
         (["--min_new_tokens=9", "--max_new_tokens=4"], ("min_new_tokens", "max_new_tokens")),
         (["--stop=['']"], ("stop",)),
         (["--do_sample", "--num_beams=2"], ("num_beams",)),
+        (["--steps_per_call=4"], ("steps_per_call", "cache_implementation static")),
     ],
 )
 def test_bad_generation_options_are_one_line_before_the_prompt_is_written(gpt_run, options, named):

@@ -164,6 +164,9 @@ def test_generate_batches_prompts_and_equals_each_prompt_alone(run_dir, monkeypa
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
     static = generate.main([str(run_dir), "--max_new_tokens=8", "--cache_implementation=static", "--json"])
     assert static == alone
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(prompts) + "\n"))
+    options = ["--max_new_tokens=8", "--cache_implementation=static", "--steps_per_call=3", "--json"]
+    assert generate.main([str(run_dir), *options]) == alone
 
 
 def test_batch_size_sends_the_prompts_in_batches_in_order(run_dir, monkeypatch):
