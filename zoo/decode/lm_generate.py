@@ -100,13 +100,13 @@ def _state(
     if not use_cache:
         raise ValueError("cache_implementation 'static' needs use_cache")
     steps = steps_per_call(model, config, model.output_weight.device)
+    width = max(len(p) for p in prompts)  # the last column left padding may push
     # A call's last steps may pass the longest row's end (their ids ignored): they need columns too.
-    needed = max(len(p) for p in prompts) + max(limits) + steps - 1
+    needed = width + max(limits) + steps - 1
     if config.max_cache_len and config.max_cache_len < needed:
         raise ValueError(
-            f"max_cache_len {config.max_cache_len} cannot hold the prompts' {max(len(p) for p in prompts)} "
-            f"columns and {needed - max(len(p) for p in prompts)} new ({max(limits)} tokens, "
-            f"{steps} steps a call)"
+            f"max_cache_len {config.max_cache_len} cannot hold the prompts' {width} columns and "
+            f"{needed - width} new ({max(limits)} tokens, {steps} steps a call)"
         )
     return StaticLMState(
         model, prompts, pad_id=_pad_id(config), length=config.max_cache_len or static_length(needed),
@@ -156,12 +156,12 @@ def _one_per_row(
             scores = process(state.next_logits(), state.tokens, state.real, generated, config)
             chosen = _pick(scores, config, generator)
         state.append(chosen)
-        for column in chosen[0].tolist() if on_token is not None else range(chosen.shape[1]):
-            # each new id in turn, as one step at a time would have given it
+        streamed = chosen[0].tolist() if on_token is not None else None
+        for column in range(chosen.shape[1]):  # each new id in turn, as one step at a time gives it
             generated += 1
             so_far = state.generated[:, :generated]
-            if on_token is not None:
-                on_token(column)
+            if streamed is not None:
+                on_token(streamed[column])
             ended = stopping.ended(so_far, row_limits) & ~done
             if not ended.any():
                 continue

@@ -56,15 +56,16 @@ def greedy_steps(
 
 # Steps a compiled CPU call runs where its products are all int8 (`steps_per_call`). Each call
 # pays dynamo's guard lookup and wrappers, and each step outside one the generation loop's eager
-# work (processing, argmax, appending, stopping): GPT mini int8 at one row and one thread ran
-# 0.73-0.83x the time with 4 steps a call, 0.77-0.87x with 8 (the same ids; Zen 4, scratch runs
-# interleaved with one step a call), 0.87x at 8 rows. 4 because compiling grows with the steps:
-# 6 -> 13 s at one row and 11 -> 25 s at 8 rows with 4, 139 s at 8 rows with 8.
+# work (processing, argmax, appending, stopping): with 4 steps a call GPT mini int8 ran 0.90x the
+# time at one row and 0.91x at 8 rows, one thread, the same ids (Zen 4, one model alternated
+# with 1 step a call; bench/results/int8.md). 4 because compiling grows with the steps: 6 -> 14 s
+# at one row and 12 -> 28 s at 8 rows with 4; a scratch version with 8 took 139 s at 8 rows and
+# gained no more at one row.
 # Float weights are another matter: freezing packs a weight for inductor's own product kernels
 # once per product in the graph, so a call of K steps holds K packed copies of each, and beyond
-# the smallest models reading them costs more than the call saves (GPT mini, one row: 2 steps a
-# call took 1.16x the time of one; GPT micro 0.79x with 2, 1.2x with 8). int8 products
-# (zoo.quantize, `torch._int_mm`) read the one int8 weight in place in every step.
+# the smallest models reading them costs more than the call saves (scratch runs: GPT mini, one
+# row, 2 steps a call took 1.16x the time of one; GPT micro 0.79x with 2, 1.2x with 8). int8
+# products (zoo.quantize, `torch._int_mm`) read the one int8 weight in place in every step.
 INT8_STEPS_PER_CALL = 4
 
 
