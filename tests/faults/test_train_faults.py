@@ -77,7 +77,9 @@ def uninterrupted(tmp_path_factory) -> Path:
     return out
 
 
-def test_sigterm_saves_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path, uninterrupted):
+def test_sigterm_saves_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    """The signal lands a few steps in, wherever the machine's speed puts it; the run resumed to
+    4 steps past that equals one run that long without a stop."""
     out = tmp_path / "run"
     cmd = [
         sys.executable,
@@ -98,12 +100,13 @@ def test_sigterm_saves_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path,
     assert "stopped by SIGTERM at step" in stderr and "Run the same command again" in stderr
     stopped_at = load_checkpoint(step_checkpoints(out / "checkpoints")[-1])["step"]
     assert stopped_at >= 3
-    if stopped_at > 12:
-        pytest.skip(f"the machine was too fast to stop before step 12 (stopped at {stopped_at})")
-    resumed = train(out, "--train.max_steps=12")
+    steps = f"--train.max_steps={stopped_at + 4}"
+    resumed = train(out, steps)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout + resumed.stderr
-    assert_same_weights(final_weights(out), final_weights(uninterrupted))
+    whole = tmp_path / "whole"
+    assert train(whole, steps).returncode == 0
+    assert_same_weights(final_weights(out), final_weights(whole))
 
 
 def test_kill_9_mid_checkpoint_write_leaves_a_run_that_resumes_exactly(tmp_path, uninterrupted):
