@@ -146,7 +146,7 @@ def _one_per_row(
     active = torch.arange(len(limits), device=device)  # each row's prompt
     row_limits = torch.tensor(limits, device=device)
     outputs: list[list[int]] = [[] for _ in limits]
-    steps = getattr(state, "steps_per_call", 1)
+    steps = state.steps_per_call
     generated = 0  # ids each row has had so far (ended rows of a static cache too)
     while True:
         if generated and steps > 1:

@@ -62,6 +62,7 @@ class LMState:
     """
 
     keeps_rows = False  # ended rows leave the batch (`select`)
+    steps_per_call = 1  # steps a forward call runs (StaticLMState may run several)
 
     def __init__(
         self, model: CausalLM, prompts: list[list[int]], *, pad_id: int, use_cache: bool = True
