@@ -159,7 +159,7 @@ def _one_per_row(
         streamed = chosen[0].tolist() if on_token is not None else None
         for column in range(chosen.shape[1]):  # each new id in turn, as one step at a time gives it
             generated += 1
-            so_far = state.generated[:, :generated]
+            so_far = state.tokens[:, state.prompt_width : state.prompt_width + generated]  # the new ids
             if streamed is not None:
                 on_token(streamed[column])
             ended = stopping.ended(so_far, row_limits) & ~done
